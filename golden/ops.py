@@ -1,0 +1,79 @@
+"""Nibble-multiply accounting for ``Q K^T`` (spec sec. 9).
+
+Costs are counted per 2x2 pair group (one PE) and channel; a dense product
+of two int8 values is two 8x4 nibble multiplies, so a full pair group costs 8.
+Tables are indexed ``[q, k]`` by the follower classes of the row pair and of
+the column pair, with index 3 (``ABSENT``) for an unpaired token.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import check_qk, check_thresholds
+from .reuse import ABSENT, Reuse, classes
+
+__all__ = ["COSTS", "cost_table", "op_counts"]
+
+_F, _P, _N = Reuse.FULL, Reuse.PARTIAL, Reuse.NONE
+
+
+def _t1(k):  # T1 = (i, j'): column reuse only
+    return {_F: 0, _P: 1, _N: 2}[k]
+
+
+def _t2(q):  # T2 = (i', j): a row-side PARTIAL is no reuse
+    return 0 if q == _F else 2
+
+
+def _t3(kind, q, k):
+    if kind == "oracle":
+        return 0 if (q == _F or k == _F) else (1 if k == _P else 2)
+    if kind == "hw4" and q == _F and k != _N:
+        return 0
+    if q == _F:  # three accumulators cannot catch T0's product for T3
+        return {_F: 2, _P: 1, _N: 0}[k]
+    return {_F: 0, _P: 1, _N: 2}[k]
+
+
+def cost_table(kind: str) -> np.ndarray:
+    """4x4 int64 cost table ``[q, k]`` in nibble multiplies for ``kind`` in
+    ``dense``, ``oracle``, ``hw3``, ``hw4``."""
+    if kind not in ("dense", "oracle", "hw3", "hw4"):
+        raise ValueError(f"cost kind must be 'dense', 'oracle', 'hw3' or 'hw4', not {kind!r}")
+    table = np.zeros((4, 4), dtype=np.int64)
+    for q in (_N, _P, _F):
+        for k in (_N, _P, _F):
+            table[q, k] = 8 if kind == "dense" else 2 + _t1(k) + _t2(q) + _t3(kind, q, k)
+        # query pair against an unpaired key: T0 plus T2
+        table[q, ABSENT] = 4 if kind == "dense" else 2 + _t2(q)
+    for k in (_N, _P, _F):
+        # unpaired query against a key pair: T0 plus T1
+        table[ABSENT, k] = 4 if kind == "dense" else 2 + _t1(k)
+    table[ABSENT, ABSENT] = 2
+    return table
+
+
+COSTS = {kind: cost_table(kind) for kind in ("dense", "oracle", "hw3", "hw4")}
+
+
+def class_histograms(Z, grid, split, F, P):
+    """Per channel, how many row (or column) units have each class 0..3:
+    int64 ``(d, 4)``; unpaired tokens count as class 3."""
+    hist = np.zeros((Z.shape[1], 4), dtype=np.int64)
+    for sl, _, _, unpaired, cls in classes(Z, grid, split, F, P):
+        for v in (0, 1, 2):
+            hist[sl, v] = (cls == v).sum(axis=0)
+        hist[sl, ABSENT] = len(unpaired)
+    return hist
+
+
+def op_counts(Q, K, grid, split, F=5, P=3) -> dict:
+    """Nibble-multiply counts of ``Q K^T`` at the level of one PE per 2x2
+    pair group: ``dense``, ``oracle`` (every pairwise reuse), ``hw3`` (three
+    accumulators) and ``hw4`` (four accumulators). Plain Python ints."""
+    grid, split = check_qk(Q, K, grid, split)
+    F, P = check_thresholds(F, P)
+    hq = class_histograms(Q, grid, split, F, P)
+    hk = class_histograms(K, grid, split, F, P)
+    return {kind: int(np.einsum("cq,ck,qk->", hq, hk, table)) for kind, table in COSTS.items()}

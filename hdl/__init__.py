@@ -1,0 +1,1 @@
+"""Amaranth RTL of the Kaleido PE, array and dispatcher (``kaleido.hdl``)."""

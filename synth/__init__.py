@@ -1,0 +1,1 @@
+"""Yosys synthesis flow (``kaleido.synth``)."""

@@ -1,0 +1,1 @@
+"""pytest runners and cocotb testbenches (``kaleido.tb``)."""

@@ -1,0 +1,52 @@
+import pytest
+
+from kaleido import KaleidoConfig
+
+
+def test_presets():
+    h = KaleidoConfig.preset("hunyuan")
+    w = KaleidoConfig.preset("wan")
+    assert h.split == (16, 56, 56) and w.split == (44, 42, 42)
+    assert h.d == w.d == 128
+    # batches never cross a group: 56 = 16 + 16 + 16 + 8
+    assert [n for _, n in h.batches] == [16] + [16, 16, 16, 8] * 2
+    assert [n for _, n in w.batches] == [16, 16, 12, 16, 16, 10, 16, 16, 10]
+    assert sum(n for _, n in h.batches) == 128
+
+
+def test_acc_width_derived_from_batch():
+    # 16 products of magnitude up to 2**14 -> values up to 2**18 -> 20 signed bits
+    assert KaleidoConfig(batch=16).acc_width == 20
+    assert KaleidoConfig(batch=1).acc_width == 16
+    assert KaleidoConfig(batch=17).acc_width == 20
+    assert KaleidoConfig(batch=33).acc_width == 21
+    assert KaleidoConfig().buffer_width() == 23  # 128 * 2**14 = 2**21
+
+
+def test_frozen():
+    with pytest.raises(Exception):
+        KaleidoConfig().F = 3
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"F": 10}, "threshold F must be in 1..9"),
+    ({"F": 0, "P": 0}, "threshold F must be in 1..9"),
+    ({"F": 3, "P": 4}, "P <= F"),
+    ({"P": 2.5}, "threshold P must be an integer"),
+    ({"split": (16, 0, 112)}, "at least 1"),
+    ({"split": (16, 56)}, "three integers"),
+    ({"batch": 0}, "batch must be at least 1"),
+    ({"array_rows": 0}, "array_rows must be at least 1"),
+    ({"array_cols": 65}, "at most 64x64"),
+    ({"accumulators": 2}, "accumulators must be 3 or 4"),
+    ({"acc_width": 19}, "acc_width 19 is too narrow for batch 16"),
+    ({"lookahead": -1}, "lookahead must be at least 1"),
+])
+def test_init_wrong(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message.replace("(", r"\(").replace(")", r"\)")):
+        KaleidoConfig(**kwargs)
+
+
+def test_unknown_preset():
+    with pytest.raises(ValueError, match="unknown preset 'flux'"):
+        KaleidoConfig.preset("flux")

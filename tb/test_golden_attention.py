@@ -1,0 +1,108 @@
+"""Golden model: reuse attention, metrics, skip baselines, windowed classifier."""
+
+import numpy as np
+import pytest
+
+from kaleido.golden import metrics, reuse_attention, skip_baselines
+from kaleido.golden.attention import windowed_classify, windowed_effective, oracle_product_costs
+from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
+
+
+@pytest.fixture(scope="module")
+def video():
+    return synthetic_video("hunyuan", (2, 4, 4), "slow", seed=3)
+
+
+def test_metrics():
+    ref = np.array([[1.0, -2.0], [0.5, 4.0]])
+    m = metrics(ref + 0.1, ref)
+    assert m["mse"] == pytest.approx(0.01)
+    assert m["psnr"] == pytest.approx(10 * np.log10(16 / 0.01))
+    assert m["max_abs"] == pytest.approx(0.1)
+    assert metrics(ref, ref)["psnr"] == float("inf")
+    assert metrics(-ref, ref)["cosine"] == pytest.approx(-1)
+
+
+def test_reuse_off_is_int8_reference(video):
+    w = video
+    r = reuse_attention(w.q, w.k, w.v, w.grid, w.split, 9, 9, scales=w.scales, reference=w.reference)
+    assert np.array_equal(r.output, r.int8_reference)
+    assert r.metrics["vs_int8"]["mse"] == 0
+    assert r.metrics["vs_float"]["psnr"] > 30  # int8 quantisation alone
+
+
+def test_reuse_degrades_gracefully(video):
+    w = video
+    exact = reuse_attention(w.q, w.k, w.v, w.grid, w.split, 5, 4, scales=w.scales)
+    coarse = reuse_attention(w.q, w.k, w.v, w.grid, w.split, 3, 1, scales=w.scales)
+    assert exact.float_reference is None and "vs_float" not in exact.metrics
+    assert coarse.metrics["vs_int8"]["mse"] > exact.metrics["vs_int8"]["mse"] > 0
+
+
+def test_constant_workload_is_lossless():
+    w = constant_workload((2, 2, 3), (2, 3, 3))
+    r = reuse_attention(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales)
+    assert r.metrics["vs_int8"]["mse"] == 0
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"scales": (1.0, 1.0)}, "scales must be three real numbers"),
+    ({"scales": (1.0, -1.0, 1.0)}, "finite and positive"),
+    ({"scales": None}, "scales must be"),
+])
+def test_reuse_attention_wrong_scales(video, bad, message):
+    w = video
+    with pytest.raises((TypeError, ValueError), match=message):
+        reuse_attention(w.q, w.k, w.v, w.grid, w.split, **bad)
+
+
+def test_reuse_attention_wrong_v(video):
+    w = video
+    with pytest.raises(ValueError, match="V must have the shape of Q"):
+        reuse_attention(w.q, w.k, w.v[:-1], w.grid, w.split, scales=w.scales)
+    with pytest.raises(TypeError, match="V must have dtype int8, not int32"):
+        reuse_attention(w.q, w.k, w.v.astype(np.int32), w.grid, w.split, scales=w.scales)
+
+
+def test_skip_baselines_equal_saving(video):
+    w = video
+    out = skip_baselines(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales)
+    n, d = w.q.shape
+    oracle = sum(int(c.sum()) for _, c in oracle_product_costs(w.q, w.k, w.grid, w.split, 5, 3))
+    assert out["saved_ratio"] == pytest.approx(1 - oracle / (2 * n * n * d))
+    assert out["skipped_products"] == (2 * n * n * d - oracle + 1) // 2
+    for name in ("reuse", "skip_lowest", "skip_reused"):
+        assert out[name]["mse"] > 0
+    # the reuse keeps every product (approximately): it must beat skipping the same ones
+    assert out["reuse"]["mse"] < out["skip_reused"]["mse"]
+
+
+def test_skip_lowest_skips_exactly_the_budget():
+    """With all-equal magnitudes the tie-break decides: skipping k products
+    of value 1 lowers every score sum by exactly k in total."""
+    w = random_workload((1, 2, 4), (1, 1, 2), seed=0)
+    from kaleido.golden.attention import _skip
+    Q = np.ones((8, 4), np.int8)
+
+    def key():
+        yield slice(0, 8), np.zeros((8, 8, 4), np.int64)
+    for budget in (0, 1, 17, 256):
+        S = _skip(Q, Q, key, budget)
+        assert int((4 - S).sum()) == budget
+    del w
+
+
+def test_windowed_classifier():
+    const = constant_workload((2, 4, 4), (2, 2, 2))
+    cls, _ = windowed_classify(const.q, const.grid, const.split, w=2, theta1=0.5, theta2=2.0)
+    assert set(np.unique(cls)) == {2, 3}  # followers FULL, anchors marked ABSENT
+    eff = windowed_effective(const.q, const.grid, const.split, w=4)
+    assert np.array_equal(eff, const.q)
+    rnd = random_workload((2, 4, 4), (2, 2, 2), seed=1)
+    cls, anchor_of = windowed_classify(rnd.q, rnd.grid, rnd.split, w=4, theta1=1e-9, theta2=2e-9)
+    assert set(np.unique(cls)) <= {0, 3}
+    assert (anchor_of[0] % 4 == 0).all()  # t-channels: windows along x of 4 start at x = 0
+    with pytest.raises(ValueError, match="window size w must be an integer >= 2, not 1"):
+        windowed_classify(rnd.q, rnd.grid, rnd.split, w=1)
+    with pytest.raises(ValueError, match="theta1 < theta2"):
+        windowed_classify(rnd.q, rnd.grid, rnd.split, theta1=3, theta2=2)
