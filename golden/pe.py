@@ -10,6 +10,7 @@ enables decoded from (phase, slot kind, tags) by :func:`tile_parts`.
 from __future__ import annotations
 
 import enum
+import typing
 
 import numpy as np
 
@@ -18,8 +19,8 @@ from ._checks import check_qk
 from .reuse import ABSENT, Reuse, effective, follower_classes, group_slices, pairs
 
 __all__ = ["Phase", "SlotKind", "Part", "PeNeed", "Need", "tile_parts", "register_parts",
-           "pe_need", "channel_needs", "match", "PEModel", "array_pass", "pass_operands",
-           "units", "scores_by_passes", "REGISTER_OF"]
+           "pe_need", "channel_needs", "match", "PEModel", "Beat", "pass_beats", "run_beats", "array_pass", "pass_operands",
+           "units", "iter_passes", "accumulate_tiles", "scores_by_passes", "REGISTER_OF"]
 
 
 class Phase(enum.IntEnum):
@@ -261,6 +262,73 @@ def _check_pass_stream(slots, needs, phase, n):
         raise ValueError(f"phase {Phase(phase).name} slot stream misses needed channels {missing}")
 
 
+class Beat(typing.NamedTuple):
+    """One unskewed input beat of the array (spec sec. 7): control, per row
+    ``r0, r1, q0, q1`` and per column ``k`` (the 8-bit port as uint8),
+    ``k0, k1``. ``slot = 0, last = 1`` is the marker of a phase without slots."""
+    slot: int
+    kind: int
+    phase: int
+    last: int
+    r0: np.ndarray
+    r1: np.ndarray
+    q0: np.ndarray
+    q1: np.ndarray
+    k: np.ndarray
+    k0: np.ndarray
+    k1: np.ndarray
+
+
+def pass_beats(A, q, B, k, slots, *, accumulators: int = 3, rows_present=None,
+               cols_present=None) -> list:
+    """The beat stream of one array pass: per phase its slots in order, the
+    last carrying ``last = 1``, or one marker beat when the phase has none.
+    Arguments as :func:`array_pass`; the slot streams are validated."""
+    for name, x in (("A", A), ("B", B)):
+        if not isinstance(x, np.ndarray) or x.dtype != np.int8 or x.ndim != 3 or x.shape[1] != 2:
+            raise ValueError(f"{name} must be an int8 array of shape (pairs, 2, n), not "
+                             f"{getattr(x, 'dtype', type(x).__name__)} {getattr(x, 'shape', '')}")
+    R, _, n = A.shape
+    C = B.shape[0]
+    if B.shape[2] != n or np.shape(q) != (R, n) or np.shape(k) != (C, n):
+        raise ValueError(f"shapes disagree: A {A.shape!r}, q {np.shape(q)!r}, B {B.shape!r}, k {np.shape(k)!r}")
+    if len(slots) != 4:
+        raise ValueError(f"slots must hold four phase streams (T0..T3), not {len(slots)}")
+    beats = []
+    for phase in Phase:
+        needs = channel_needs(phase, q, k, rows_present=rows_present, cols_present=cols_present,
+                              accumulators=accumulators)
+        _check_pass_stream(slots[phase], needs, phase, n)
+        row = A[:, 0 if phase in (Phase.T0, Phase.T1) else 1, :]
+        col = B[:, 0 if phase in (Phase.T0, Phase.T2) else 1, :].view(np.uint8)
+        if not slots[phase]:
+            z8, zr, zc = np.zeros(R, np.int8), np.zeros(R, np.uint8), np.zeros(C, np.uint8)
+            beats.append(Beat(0, 0, int(phase), 1, z8, z8, zr, zr, zc, zc, zc))
+        for i, slot in enumerate(slots[phase]):
+            c1, c2 = slot[0], slot[-1]
+            if len(slot) == 1:
+                kport, kind = col[:, c1], SlotKind.FULL8
+            else:
+                kport, kind = ((col[:, c2] & 0xF) << 4 | (col[:, c1] & 0xF)).astype(np.uint8), SlotKind.DUAL_LO
+            beats.append(Beat(1, int(kind), int(phase), int(i == len(slots[phase]) - 1),
+                              row[:, c1], row[:, c2], q[:, c1], q[:, c2], kport, k[:, c1], k[:, c2]))
+    return beats
+
+
+def run_beats(beats, rows: int, cols: int, *, accumulators: int = 3, acc_width: int | None = None):
+    """Golden array: feed ``beats`` through a ``(rows, cols)`` grid of PEs;
+    returns the drained tiles as a list of ``(phase, int64 (rows, cols))``
+    in drain order (every PE drains once per ``last`` beat)."""
+    pe = PEModel(rows, cols, accumulators, acc_width)
+    out = []
+    for b in beats:
+        if b.slot:
+            pe.step(b.phase, b.kind, b.r0, b.r1, b.k.view(np.int8), b.q0, b.q1, b.k0, b.k1)
+        if b.last:
+            out.append((b.phase, pe.end_phase(b.phase)))
+    return out
+
+
 def array_pass(A, q, B, k, slots, *, accumulators: int = 3, acc_width: int | None = None,
                rows_present=None, cols_present=None) -> np.ndarray:
     """Golden model of one array pass for one channel batch.
@@ -278,35 +346,12 @@ def array_pass(A, q, B, k, slots, *, accumulators: int = 3, acc_width: int | Non
 
     Returns int64 ``(R, C, 4)``: each PE's drained tiles T0..T3.
     """
-    for name, x in (("A", A), ("B", B)):
-        if not isinstance(x, np.ndarray) or x.dtype != np.int8 or x.ndim != 3 or x.shape[1] != 2:
-            raise ValueError(f"{name} must be an int8 array of shape (pairs, 2, n), not "
-                             f"{getattr(x, 'dtype', type(x).__name__)} {getattr(x, 'shape', '')}")
-    R, _, n = A.shape
-    C = B.shape[0]
-    if B.shape[2] != n or np.shape(q) != (R, n) or np.shape(k) != (C, n):
-        raise ValueError(f"shapes disagree: A {A.shape!r}, q {np.shape(q)!r}, B {B.shape!r}, k {np.shape(k)!r}")
-    if len(slots) != 4:
-        raise ValueError(f"slots must hold four phase streams (T0..T3), not {len(slots)}")
-    pe = PEModel(R, C, accumulators, acc_width)
-    tiles = np.zeros((R, C, 4), dtype=np.int64)
-    for phase in Phase:
-        needs = channel_needs(phase, q, k, rows_present=rows_present, cols_present=cols_present,
-                              accumulators=accumulators)
-        _check_pass_stream(slots[phase], needs, phase, n)
-        row = A[:, 0 if phase in (Phase.T0, Phase.T1) else 1, :]
-        col = B[:, 0 if phase in (Phase.T0, Phase.T2) else 1, :]
-        for slot in slots[phase]:
-            c1, c2 = slot[0], slot[-1]
-            if len(slot) == 1:
-                kport = col[:, c1]
-                kind = SlotKind.FULL8
-            else:
-                kport = ((col[:, c2].view(np.uint8) & 0xF) << 4 | (col[:, c1].view(np.uint8) & 0xF)
-                         ).astype(np.uint8).view(np.int8)
-                kind = SlotKind.DUAL_LO
-            pe.step(phase, kind, row[:, c1], row[:, c2], kport, q[:, c1], q[:, c2], k[:, c1], k[:, c2])
-        tiles[:, :, phase] = pe.end_phase(phase)
+    beats = pass_beats(A, q, B, k, slots, accumulators=accumulators, rows_present=rows_present,
+                       cols_present=cols_present)
+    tiles = np.zeros((A.shape[0], B.shape[0], 4), dtype=np.int64)
+    for phase, tile in run_beats(beats, A.shape[0], B.shape[0], accumulators=accumulators,
+                                 acc_width=acc_width):
+        tiles[:, :, phase] = tile
     return tiles
 
 
@@ -342,25 +387,21 @@ def pass_operands(Z, Zeff, cls_of, unit_rows, channels):
     return X, tags, present
 
 
-def scores_by_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, matcher=True,
-                     order=None):
-    """Run the whole loop nest through :func:`array_pass` and accumulate
-    ``S`` as the accumulation buffer would; returns ``(S, stats)``.
+def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, matcher=True,
+                order=None):
+    """Yield every array pass of the loop nest as a dict with ``A, q,
+    rows_present, B, k, cols_present, slots, rows, cols`` (``rows``/``cols``:
+    the units' ``(anchor, follower)`` token indices, -1 for none).
 
     Passes take consecutive groups of ``array_rows`` row units and
     ``array_cols`` column units in queue order (``order`` may give another
     unit order per group, e.g. the scheduler's). ``matcher=False`` issues
-    every needed channel as a FULL8 slot. ``stats`` counts passes and slots
-    per phase. Equals ``reuse_scores`` exactly.
-    """
+    every needed channel as a FULL8 slot."""
     cfg = config or KaleidoConfig(split=tuple(split))
     grid, split = check_qk(Q, K, grid, split)
     F, P = cfg.F, cfg.P
     Qe = effective(Q, grid, split, F, P, side="row")
     Ke = effective(K, grid, split, F, P, side="column")
-    n_tok, d = Q.shape
-    S = np.zeros((n_tok, n_tok), dtype=np.int64)
-    stats = {"passes": 0, "slots": [0, 0, 0, 0]}
     starts = np.cumsum((0,) + split)
     qcls = follower_classes(Q, grid, split, F, P)
     kcls = follower_classes(K, grid, split, F, P)
@@ -381,11 +422,28 @@ def scores_by_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, 
                                               accumulators=cfg.accumulators)
                         slots.append(match(needs, cfg.lookahead) if matcher else
                                      [(c,) for c, nd in enumerate(needs) if nd != Need.SKIP])
-                        stats["slots"][phase] += len(slots[-1])
-                    tiles = array_pass(A, qt, B, kt, slots, accumulators=cfg.accumulators,
-                                       acc_width=cfg.acc_width, rows_present=rp, cols_present=cp)
-                    stats["passes"] += 1
-                    _accumulate(S, tiles, rsel, csel)
+                    yield {"A": A, "q": qt, "rows_present": rp, "B": B, "k": kt,
+                           "cols_present": cp, "slots": slots, "rows": rsel, "cols": csel}
+
+
+def scores_by_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, matcher=True,
+                     order=None):
+    """Run the whole loop nest (:func:`iter_passes`) through
+    :func:`array_pass` and accumulate ``S`` as the accumulation buffer
+    would; returns ``(S, stats)`` with the number of passes and slots per
+    phase. Equals ``reuse_scores`` exactly."""
+    cfg = config or KaleidoConfig(split=tuple(split))
+    n_tok = Q.shape[0]
+    S = np.zeros((n_tok, n_tok), dtype=np.int64)
+    stats = {"passes": 0, "slots": [0, 0, 0, 0]}
+    for ps in iter_passes(Q, K, grid, split, cfg, matcher=matcher, order=order):
+        for phase in Phase:
+            stats["slots"][phase] += len(ps["slots"][phase])
+        tiles = array_pass(ps["A"], ps["q"], ps["B"], ps["k"], ps["slots"],
+                           accumulators=cfg.accumulators, acc_width=cfg.acc_width,
+                           rows_present=ps["rows_present"], cols_present=ps["cols_present"])
+        stats["passes"] += 1
+        accumulate_tiles(S, tiles, ps["rows"], ps["cols"])
     return S, stats
 
 
@@ -395,7 +453,9 @@ def _pad(rows, size):
     return np.concatenate([rows, np.full((size - len(rows), 2), -1, dtype=np.int64)])
 
 
-def _accumulate(S, tiles, rsel, csel):
+def accumulate_tiles(S, tiles, rsel, csel):
+    """Add a pass's tiles ``(R, C, 4)`` into ``S`` (the accumulation buffer),
+    dropping tiles of absent tokens."""
     for r, (ai, fi) in enumerate(rsel):
         for c, (aj, fj) in enumerate(csel):
             for phase, (ti, tj) in enumerate(((ai, aj), (ai, fj), (fi, aj), (fi, fj))):

@@ -1,0 +1,151 @@
+"""The reuse-aware processing element (paper fig. 13, spec sec. 5-6)."""
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import KaleidoConfig
+from .layouts import COL, CTL, ROW, tile_layout
+
+__all__ = ["KaleidoPE", "NONE", "PARTIAL", "FULL", "ABSENT", "FULL8", "DUAL_LO"]
+
+NONE, PARTIAL, FULL, ABSENT = 0, 1, 2, 3
+FULL8, DUAL_LO = 0, 1
+_LO, _HI = 1, 2
+
+
+def _parts(phase, q, k, accumulators):
+    """Decode of spec sec. 5's table as logic: per register, a 2-bit part
+    (bit 0 = p_lo, bit 1 = p_hi) for phase one-hot ``phase``, tags q, k."""
+    qF, qA = q == FULL, q == ABSENT
+    kF, kP, kN, kA = k == FULL, k == PARTIAL, k == NONE, k == ABSENT
+
+    def part(lo, hi):
+        return Cat(*(Const(x, 1) if isinstance(x, int) else x for x in (lo, hi)))
+
+    zero = Const(0, 2)
+    t0, t1, t2, t3 = phase
+    # T0: R0 = T0 takes p; R1 = T1 takes p (k FULL) or p_hi (k PARTIAL);
+    #     R2 = T2 takes p if q FULL; R3 = T3 (4 acc.) p (qF,kF) / p_hi (qF,kP)
+    r0 = Mux(t0, part(1, 1), zero)
+    r1 = Mux(t0, part(kF, kF | kP), zero)
+    r2 = Mux(t0, part(qF, qF), zero)
+    r3 = Mux(t0, part(qF & kF, qF & (kF | kP)), zero)
+    # T1 (skipped for an absent column): R0 = T1 own, R1 = T3 when q FULL
+    own1 = part(kP | kN, kN)
+    r0 = Mux(t1 & ~kA, own1, r0)
+    r1 = Mux(t1 & ~kA, Mux(qF, own1, zero), r1)
+    # T2 (skipped for an absent row): R0 = T2 own, R1 = T3 when q not FULL
+    r0 = Mux(t2 & ~qA, Mux(qF, zero, part(1, 1)), r0)
+    r1 = Mux(t2 & ~qA, Mux(qF, zero, part(kF, kF | kP)), r1)
+    # T3 (skipped for either absent): R0 = T3 own
+    if accumulators == 3:
+        own3 = Mux(qF, part(kF, kF | kP), part(kP | kN, kN))
+    else:
+        own3 = Mux(qF, zero, part(kP | kN, kN))
+    r0 = Mux(t3 & ~qA & ~kA, own3, r0)
+    regs = [r0, r1, r2] + ([r3] if accumulators == 4 else [])
+    return regs
+
+
+class KaleidoPE(wiring.Component):
+    """One PE: a 2x2 pair group, three (or four) accumulators.
+
+    Operands and control arrive from the west (row) and north (column) and
+    leave east and south through registers (one cycle per hop). The PE
+    adds ``(enA ? mulA : 0) + (enB ? mulB_shifted : 0)`` to each register
+    (spec sec. 6); on a ``last`` beat it loads the phase's finished R0 into
+    the drain register ``tile`` (``tile.valid`` pulses one cycle) and
+    performs the register moves of spec sec. 5.
+
+    Parameters
+    ----------
+    config : KaleidoConfig
+        ``acc_width`` and ``accumulators`` are read from it.
+
+    Members
+    -------
+    row_in, ctl_in : In
+        Row port (two int8 operands, two row tags) and control, from the west.
+    col_in : In
+        Column port (8 bits, two column tags), from the north.
+    row_out, ctl_out, col_out : Out
+        The same, registered, to the east and south neighbours.
+    tile : Out
+        Drain register: ``valid``, ``phase``, ``value``.
+    """
+
+    def __init__(self, config: KaleidoConfig | None = None):
+        config = config or KaleidoConfig()
+        if not isinstance(config, KaleidoConfig):
+            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        self._config = config
+        super().__init__({
+            "row_in": In(ROW), "ctl_in": In(CTL), "col_in": In(COL),
+            "row_out": Out(ROW), "ctl_out": Out(CTL), "col_out": Out(COL),
+            "tile": Out(tile_layout(config.acc_width)),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def latency(self):
+        """Cycles from a ``last`` beat at the PE's inputs to ``tile.valid``."""
+        return 1
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        W, n_acc = cfg.acc_width, cfg.accumulators
+        row, col, ctl = self.row_in, self.col_in, self.ctl_in
+
+        # forward operands and control (systolic)
+        m.d.sync += [self.row_out.eq(row), self.col_out.eq(col), self.ctl_out.eq(ctl)]
+
+        dual = ctl.kind == DUAL_LO
+        # multiplier A: r0 * lo(k), unsigned nibble -> 13-bit signed product
+        mul_a = Signal(signed(13))
+        m.d.comb += mul_a.eq(row.r0 * Cat(col.k[0:4], Const(0, 1)).as_signed())
+        # multiplier B: (M1 ? r1 : r0) * nib; nib signed k[7:4] in FULL8, unsigned in DUAL_LO
+        nib = Signal(signed(5))
+        m.d.comb += nib.eq(Mux(dual, Cat(col.k[4:8], Const(0, 1)), Cat(col.k[4:8], col.k[7])).as_signed())
+        mul_b = Signal(signed(13))
+        m.d.comb += mul_b.eq(Mux(dual, row.r1, row.r0) * nib)
+        # M4: shift by 4 in FULL8 only
+        mul_b_sh = Signal(signed(17))
+        m.d.comb += mul_b_sh.eq(Mux(dual, mul_b, mul_b << 4))
+
+        phase = [ctl.phase == i for i in range(4)]
+        parts_a = _parts(phase, row.q0, col.k0, n_acc)
+        parts_b = _parts(phase, row.q1, col.k1, n_acc)
+
+        regs = [Signal(signed(W), name=f"r{i}") for i in range(n_acc)]
+        new = [Signal(signed(W), name=f"r{i}_next") for i in range(n_acc)]
+        for i in range(n_acc):
+            en_a = Signal(name=f"en_a{i}")
+            en_b = Signal(name=f"en_b{i}")
+            m.d.comb += [
+                en_a.eq(ctl.slot & parts_a[i][0]),
+                en_b.eq(ctl.slot & Mux(dual, parts_b[i][0], parts_a[i][1])),
+                new[i].eq(regs[i] + Mux(en_a, mul_a, 0) + Mux(en_b, mul_b_sh, 0)),
+            ]
+
+        with m.If(ctl.last):
+            m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(ctl.phase),
+                         self.tile.value.eq(new[0])]
+            zero = Const(0, signed(W))
+            moves = {  # next value of each register after the phase's drain
+                0: [new[1], new[3] if n_acc == 4 else zero, new[2]] + ([zero] if n_acc == 4 else []),
+                1: [new[2], new[1], zero] + new[3:],
+                2: [new[1], zero, new[2]] + new[3:],
+                3: [zero] + new[1:],
+            }
+            with m.Switch(ctl.phase):
+                for p, nxt in moves.items():
+                    with m.Case(p):
+                        m.d.sync += [r.eq(v) for r, v in zip(regs, nxt)]
+        with m.Else():
+            m.d.sync += [self.tile.valid.eq(0)] + [r.eq(v) for r, v in zip(regs, new)]
+        return m

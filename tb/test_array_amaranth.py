@@ -1,0 +1,62 @@
+"""Fast inner loop: the Kaleido PE array in the Amaranth simulator against
+the golden beat model and reuse_scores."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from kaleido import KaleidoConfig
+from kaleido.golden import Phase, channel_needs, match
+from kaleido.golden.pe import pass_beats
+from kaleido.hdl.array import KaleidoArray
+from kaleido.hdl.pe import KaleidoPE
+
+from .amaranth_sim import simulate_array
+from .driver import expected_drains
+from .passes import random_pass, split_and_place, workload_passes
+
+
+def _check(cfg, beats, **kw):
+    drains, lat = simulate_array(cfg, beats, **kw)
+    exp = expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
+    assert drains == exp
+    for (r, c), offsets in lat.items():
+        assert offsets == [r + c + 1] * len(offsets), (r, c)
+    return drains
+
+
+@pytest.mark.parametrize("accumulators", [3, 4])
+def test_random_passes(accumulators, seed):
+    cfg = KaleidoConfig(split=(4, 4, 4), batch=4, accumulators=accumulators)
+    rng = np.random.default_rng(seed)
+    beats = []
+    for _ in range(4):
+        beats += random_pass(rng, cfg)[0]
+    _check(cfg, beats)
+
+
+@pytest.mark.parametrize("in_stall, out_stall", [("random", "none"), ("none", "random"), ("every4", "every4")])
+def test_stalls(in_stall, out_stall, seed):
+    cfg = KaleidoConfig(split=(4, 4, 4), batch=4)
+    rng = np.random.default_rng(seed)
+    beats = random_pass(rng, cfg)[0] + random_pass(rng, cfg)[0]
+    _check(cfg, beats, in_stall=in_stall, out_stall=out_stall, seed=seed)
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (2, 3), (4, 4)])
+def test_workload_equals_reuse_scores(rows, cols):
+    cfg = KaleidoConfig(split=(3, 2, 3), batch=3, array_rows=rows, array_cols=cols)
+    S_expected, passes = workload_passes(cfg, grid=(2, 3, 3), kind="video", seed=1)
+    beats = [b for bs, _ in passes for b in bs]   # every pass back to back
+    drains, _ = simulate_array(cfg, beats)
+    assert (split_and_place(S_expected.shape, passes, drains) == S_expected).all()
+
+
+def test_invalid_configuration():
+    with pytest.raises(ValueError, match="array_rows must be at least 1, not 0"):
+        KaleidoArray(KaleidoConfig(array_rows=0))
+    with pytest.raises(ValueError, match="acc_width 12 is too narrow for batch 16"):
+        KaleidoPE(KaleidoConfig(acc_width=12))
+    with pytest.raises(TypeError, match="config must be a KaleidoConfig"):
+        KaleidoArray({"array_rows": 4})
