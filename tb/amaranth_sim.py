@@ -7,7 +7,7 @@ from amaranth.sim import Simulator
 
 from kaleido.hdl.array import KaleidoArray
 
-from .driver import encode_beat, stall_pattern
+from .driver import BeatEncoder, stall_pattern
 
 __all__ = ["simulate_array"]
 
@@ -22,7 +22,8 @@ def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0):
     R, C, W = config.array_rows, config.array_cols, config.acc_width
     drains = {(r, c): [] for r in range(R) for c in range(C)}
     lat = {(r, c): [] for r in range(R) for c in range(C)}
-    words = [encode_beat(b, R, C) for b in beats]
+    encode = BeatEncoder(R, C)
+    words = [encode(b) for b in beats]
 
     async def bench(ctx):
         bubbles = stall_pattern(in_stall, seed)

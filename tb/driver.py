@@ -8,11 +8,55 @@ import numpy as np
 from kaleido.golden.pe import Beat, run_beats
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
-__all__ = ["encode_beat", "expected_drains", "decode_tile", "stall_pattern"]
+__all__ = ["BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
+
+
+def _leaves(layout, base=0, path=()):
+    """Yield ``(path, offset, width)`` of every leaf field of a layout."""
+    from amaranth import Shape
+    from amaranth.lib import data
+    if isinstance(layout, data.ArrayLayout):
+        size = Shape.cast(layout.elem_shape).width
+        for i in range(layout.length):
+            yield from _leaves(layout.elem_shape, base + i * size, path + (i,))
+    elif isinstance(layout, data.StructLayout):
+        for name, field in layout:
+            yield from _leaves(field.shape, base + field.offset, path + (name,))
+    else:
+        yield path, base, Shape.cast(layout).width
+
+
+class BeatEncoder:
+    """Packs golden beats into the array's ``slots.payload`` bits at the
+    offsets of :func:`slot_layout` (computed once)."""
+
+    def __init__(self, rows: int, cols: int):
+        self.rows, self.cols = rows, cols
+        self.off = {path: (off, (1 << w) - 1) for path, off, w in _leaves(slot_layout(rows, cols))}
+
+    def __call__(self, beat: Beat) -> int:
+        o = self.off
+        word = 0
+
+        def put(path, value):
+            nonlocal word
+            off, mask = o[path]
+            word |= (int(value) & mask) << off
+        for name in ("slot", "kind", "phase", "last"):
+            put(("ctl", name), getattr(beat, name))
+        for r in range(self.rows):
+            for name in ("r0", "r1", "q0", "q1"):
+                put(("rows", r, name), getattr(beat, name)[r])
+        for c in range(self.cols):
+            for name in ("k", "k0", "k1"):
+                put(("cols", c, name), getattr(beat, name)[c])
+        return word
 
 
 def encode_beat(beat: Beat, rows: int, cols: int) -> int:
-    """The array's ``slots.payload`` bits for one golden :class:`Beat`."""
+    """The array's ``slots.payload`` bits for one golden :class:`Beat`,
+    through amaranth's own layout constant (the reference for
+    :class:`BeatEncoder`)."""
     layout = slot_layout(rows, cols)
     value = layout.const({
         "ctl": {"slot": beat.slot, "kind": beat.kind, "phase": beat.phase, "last": beat.last},
@@ -24,12 +68,28 @@ def encode_beat(beat: Beat, rows: int, cols: int) -> int:
     return value.as_value().value
 
 
+class TileDecoder:
+    """``(valid, phase, value)`` of one PE's drain-port bits, by plain bit
+    slicing at the offsets of :func:`tile_layout` (fast enough to run every
+    cycle for every PE)."""
+
+    def __init__(self, acc_width: int):
+        fields = dict(tile_layout(acc_width))
+        self._v = fields["valid"].offset
+        self._p = fields["phase"].offset
+        self._x = fields["value"].offset
+        self._w = acc_width
+
+    def __call__(self, bits: int):
+        value = (bits >> self._x) & ((1 << self._w) - 1)
+        if value >> (self._w - 1):
+            value -= 1 << self._w
+        return (bits >> self._v) & 1, (bits >> self._p) & 3, value
+
+
 def decode_tile(bits: int, acc_width: int):
     """``(valid, phase, value)`` of one PE's drain port bits."""
-    layout = tile_layout(acc_width)
-    v = layout.from_bits(bits)
-    value = int(v.value)
-    return int(v.valid), int(v.phase), value
+    return TileDecoder(acc_width)(bits)
 
 
 def expected_drains(beats, rows, cols, accumulators, acc_width):

@@ -1,0 +1,90 @@
+"""Baselines for comparison: a plain 8-bit MAC PE with one 32-bit
+accumulator and a dense output-stationary array built from it, with the same
+drain mechanism (a drain register per PE) and the same skew discipline."""
+
+from amaranth import Module, Signal, signed
+from amaranth.hdl import EnableInserter
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import KaleidoConfig
+from .layouts import tile_layout
+
+__all__ = ["MacPE", "DenseArray", "MAC_WIDTH"]
+
+MAC_WIDTH = 32
+MAC_CTL = data.StructLayout({"slot": 1, "last": 1})
+
+
+class MacPE(wiring.Component):
+    """Canonical int8 MAC: ``acc += a * b`` per slot; on ``last`` the tile
+    (``acc`` plus this slot's product) goes to the drain register and
+    ``acc`` restarts at 0. Operands forwarded east (``a``, control) and
+    south (``b``) through registers."""
+
+    a_in: In(signed(8))
+    b_in: In(signed(8))
+    ctl_in: In(MAC_CTL)
+    a_out: Out(signed(8))
+    b_out: Out(signed(8))
+    ctl_out: Out(MAC_CTL)
+    tile: Out(tile_layout(MAC_WIDTH))
+
+    def elaborate(self, platform):
+        m = Module()
+        acc = Signal(signed(MAC_WIDTH))
+        new = Signal(signed(MAC_WIDTH))
+        m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in), self.ctl_out.eq(self.ctl_in)]
+        m.d.comb += new.eq(acc + (self.a_in * self.b_in) * self.ctl_in.slot)
+        m.d.sync += [self.tile.valid.eq(self.ctl_in.last), acc.eq(new)]
+        with m.If(self.ctl_in.last):
+            m.d.sync += [self.tile.value.eq(new), acc.eq(0)]
+        return m
+
+
+class DenseArray(wiring.Component):
+    """``array_rows x array_cols`` dense output-stationary MAC array; input
+    beats carry one int8 per row and per column, unskewed."""
+
+    def __init__(self, config: KaleidoConfig | None = None):
+        config = config or KaleidoConfig()
+        if not isinstance(config, KaleidoConfig):
+            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        self._config = config
+        R, C = config.array_rows, config.array_cols
+        beat = data.StructLayout({"ctl": MAC_CTL, "a": data.ArrayLayout(signed(8), R),
+                                  "b": data.ArrayLayout(signed(8), C)})
+        super().__init__({"slots": In(stream.Signature(beat)), "hold": In(1),
+                          "tiles": Out(tile_layout(MAC_WIDTH)).array(R, C)})
+
+    def elaborate(self, platform):
+        m = Module()
+        R, C = self._config.array_rows, self._config.array_cols
+        core = Module()
+        take = self.slots.valid & ~self.hold
+        ctl = Signal(MAC_CTL)
+        core.d.comb += [ctl.slot.eq(take & self.slots.payload.ctl.slot),
+                        ctl.last.eq(take & self.slots.payload.ctl.last)]
+
+        def delay(value, shape, n):
+            for _ in range(n):
+                nxt = Signal(shape)
+                core.d.sync += nxt.eq(value)
+                value = nxt
+            return value
+
+        pes = [[MacPE() for _ in range(C)] for _ in range(R)]
+        for r in range(R):
+            for c in range(C):
+                pe = pes[r][c]
+                core.submodules[f"pe_{r}_{c}"] = pe
+                if c == 0:
+                    core.d.comb += [pe.a_in.eq(delay(self.slots.payload.a[r], signed(8), r)),
+                                    pe.ctl_in.eq(delay(ctl, MAC_CTL, r))]
+                else:
+                    core.d.comb += [pe.a_in.eq(pes[r][c - 1].a_out), pe.ctl_in.eq(pes[r][c - 1].ctl_out)]
+                north = delay(self.slots.payload.b[c], signed(8), c) if r == 0 else pes[r - 1][c].b_out
+                core.d.comb += [pe.b_in.eq(north), self.tiles[r][c].eq(pe.tile)]
+        m.submodules.core = EnableInserter(~self.hold)(core)
+        m.d.comb += self.slots.ready.eq(~self.hold)
+        return m

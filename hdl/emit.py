@@ -1,0 +1,64 @@
+"""Emit one Verilog file per design into ``build/verilog/``.
+
+``python -m kaleido.hdl.emit [--out DIR] [--preset NAME] [--rows R --cols C]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from amaranth.back import verilog
+
+from ..config import KaleidoConfig
+from .array import KaleidoArray
+from .baseline import DenseArray, MacPE
+from .pe import KaleidoPE
+
+__all__ = ["DESIGNS", "emit", "module_name"]
+
+#: design name -> factory(config)
+DESIGNS = {
+    "kaleido_pe": KaleidoPE,
+    "kaleido_array": KaleidoArray,
+    "mac_pe": lambda cfg: MacPE(),
+    "dense_array": DenseArray,
+}
+
+
+def module_name(design: str, config: KaleidoConfig) -> str:
+    return design
+
+
+def emit(design: str, config: KaleidoConfig, out_dir: str = "build/verilog") -> str:
+    """Write ``design`` for ``config``; returns the file path. Files are named
+    ``<design>__<config.tag>.v`` so configurations never collide."""
+    if design not in DESIGNS:
+        raise ValueError(f"unknown design {design!r}; known: {sorted(DESIGNS)}")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{design}__{config.tag}.v")
+    text = verilog.convert(DESIGNS[design](config), name=module_name(design, config),
+                           emit_src=False)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # atomic: safe under pytest -n
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Emit Kaleido Verilog")
+    ap.add_argument("--out", default="build/verilog")
+    ap.add_argument("--preset", default="hunyuan")
+    ap.add_argument("--rows", type=int, default=4)
+    ap.add_argument("--cols", type=int, default=4)
+    ap.add_argument("--accumulators", type=int, default=3)
+    args = ap.parse_args(argv)
+    cfg = KaleidoConfig.preset(args.preset, array_rows=args.rows, array_cols=args.cols,
+                               accumulators=args.accumulators)
+    for design in DESIGNS:
+        print(emit(design, cfg, args.out))
+
+
+if __name__ == "__main__":
+    main()
