@@ -6,12 +6,14 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup test test-fast bench tables clean
+.PHONY: help setup test test-fast verilog sim bench tables clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses"
 	@echo "make test       run the whole default test suite (bootstraps .venv on a fresh clone)"
-	@echo "make test-fast  golden-model tests only (no simulators)"
+	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
+	@echo "make verilog    write one Verilog file per design into build/verilog/"
+	@echo "make sim        cocotb regression on one simulator: SIM=icarus (default) or SIM=verilator"
 	@echo "make bench      benchmarks -> build/bench/*.json (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make clean      remove build/ (generated files)"
@@ -26,7 +28,14 @@ test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) tb
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) -m "not rtl" tb
+	$(PY) -m pytest -n $(JOBS) -m "not rtl and not soak and not slow" tb
+
+verilog: $(STAMP)
+	$(PY) -m kaleido.hdl.emit --out build/verilog
+
+# -s shows cocotb's own PASS/FAIL summary table for every testbench
+sim: $(STAMP)
+	$(PY) -m pytest -s -m rtl -k "$(SIM)" tb
 
 bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json

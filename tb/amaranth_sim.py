@@ -60,3 +60,35 @@ def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0):
     sim.add_testbench(bench)
     sim.run()
     return drains, lat
+
+
+def simulate_pe(config, beats):
+    """Drive golden beats (one PE: arrays of length 1) into a
+    :class:`KaleidoPE`, one per cycle; return the drains ``(phase, value)``."""
+    from kaleido.hdl.layouts import COL, CTL, ROW
+    from kaleido.hdl.pe import KaleidoPE
+
+    from .driver import Packer, TileDecoder
+
+    dut = KaleidoPE(config)
+    pack_row, pack_col, pack_ctl = Packer(ROW), Packer(COL), Packer(CTL)
+    decode = TileDecoder(config.acc_width)
+    out = []
+
+    async def bench(ctx):
+        for b in beats:
+            ctx.set(dut.row_in.as_value(), pack_row({("r0",): b.r0[0], ("r1",): b.r1[0],
+                                                     ("q0",): b.q0[0], ("q1",): b.q1[0]}))
+            ctx.set(dut.col_in.as_value(), pack_col({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0]}))
+            ctx.set(dut.ctl_in.as_value(), pack_ctl({("slot",): b.slot, ("kind",): b.kind,
+                                                     ("phase",): b.phase, ("last",): b.last}))
+            await ctx.tick()
+            valid, phase, value = decode(ctx.get(dut.tile.as_value()))
+            if valid:
+                out.append((phase, value))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out

@@ -8,7 +8,7 @@ import numpy as np
 from kaleido.golden.pe import Beat, run_beats
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
-__all__ = ["BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
+__all__ = ["Packer", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
 
 
 def _leaves(layout, base=0, path=()):
@@ -26,31 +26,38 @@ def _leaves(layout, base=0, path=()):
         yield path, base, Shape.cast(layout).width
 
 
+class Packer:
+    """Packs values into a layout's bits at offsets computed once:
+    ``pack({path: value})`` with paths such as ``("rows", 2, "q0")``."""
+
+    def __init__(self, layout):
+        self.off = {path: (off, (1 << w) - 1) for path, off, w in _leaves(layout)}
+
+    def __call__(self, values) -> int:
+        word = 0
+        for path, value in values.items():
+            off, mask = self.off[path]
+            word |= (int(value) & mask) << off
+        return word
+
+
 class BeatEncoder:
     """Packs golden beats into the array's ``slots.payload`` bits at the
-    offsets of :func:`slot_layout` (computed once)."""
+    offsets of :func:`slot_layout`."""
 
     def __init__(self, rows: int, cols: int):
         self.rows, self.cols = rows, cols
-        self.off = {path: (off, (1 << w) - 1) for path, off, w in _leaves(slot_layout(rows, cols))}
+        self.pack = Packer(slot_layout(rows, cols))
 
     def __call__(self, beat: Beat) -> int:
-        o = self.off
-        word = 0
-
-        def put(path, value):
-            nonlocal word
-            off, mask = o[path]
-            word |= (int(value) & mask) << off
-        for name in ("slot", "kind", "phase", "last"):
-            put(("ctl", name), getattr(beat, name))
+        values = {("ctl", name): getattr(beat, name) for name in ("slot", "kind", "phase", "last")}
         for r in range(self.rows):
             for name in ("r0", "r1", "q0", "q1"):
-                put(("rows", r, name), getattr(beat, name)[r])
+                values[("rows", r, name)] = getattr(beat, name)[r]
         for c in range(self.cols):
             for name in ("k", "k0", "k1"):
-                put(("cols", c, name), getattr(beat, name)[c])
-        return word
+                values[("cols", c, name)] = getattr(beat, name)[c]
+        return self.pack(values)
 
 
 def encode_beat(beat: Beat, rows: int, cols: int) -> int:
