@@ -39,9 +39,15 @@ async def random_passes(dut):
     rng = np.random.default_rng(s)
     await start(dut)
     drv = ArrayDriver(dut, CFG)
-    beats = []
+    beats = random_pass(rng, CFG, absent_p=1.0)[0]  # every row and column unpaired
     for _ in range(40):
-        beats += random_pass(rng, CFG)[0]
+        beats += random_pass(rng, CFG, absent_p=0.25)[0]
+    # coverage: every (q, k) tag pair, ABSENT included, meets at every PE in a slot
+    for r in range(CFG.array_rows):
+        for c in range(CFG.array_cols):
+            seen = {(int(b.q0[r]), int(b.k0[c])) for b in beats if b.slot}
+            assert len(seen) == 16, f"seed {s}: PE ({r},{c}) saw only {sorted(seen)}"
+    assert any(b.kind for b in beats), "no DUAL_LO slot generated"
     await drv.run(beats)
     assert drv.drains == _expect(CFG, beats), f"seed {s}: drains differ"
     _check_latency(drv)
