@@ -1,0 +1,131 @@
+"""Golden data dispatcher (spec sec. 8): reuse strings, the Hamming-
+clustering scheduler (paper fig. 16, left) and its LFSR. The matcher and
+the per-channel need derivation live in :mod:`kaleido.golden.pe`
+(:func:`match`, :func:`channel_needs`)."""
+
+from __future__ import annotations
+
+import math
+import typing
+
+import numpy as np
+
+from .reuse import ABSENT, Reuse
+
+__all__ = ["reuse_strings", "lfsr_step", "draw_pivots", "schedule", "Schedule", "schedule_order",
+           "LFSR_TAPS", "LFSR_WIDTH", "LFSR_SEED", "LFSR_LEAP", "CLUSTERS", "WINDOW", "hamming"]
+
+#: scheduler geometry (paper fig. 16)
+CLUSTERS = 4
+WINDOW = 64
+
+#: 16-bit Fibonacci LFSR x^16 + x^14 + x^13 + x^11 + 1 (maximal length);
+#: the feedback bit is the XOR of state bits 15, 13, 12, 10 (0 = LSB) and is
+#: shifted in at the bottom: ``state' = (state << 1 | fb) & 0xFFFF``.
+LFSR_WIDTH = 16
+LFSR_TAPS = (15, 13, 12, 10)
+LFSR_SEED = 0xACE1
+#: LFSR steps per pivot draw: the low 6 bits are then all fresh (consecutive
+#: states of a shift register only shift their low bits, so one step per
+#: draw would make every index about twice the last); the RTL takes the six
+#: steps combinationally, one draw per cycle (a leap-forward LFSR)
+LFSR_LEAP = 6
+
+
+def reuse_strings(cls, batch: int = 16) -> np.ndarray:
+    """Reuse strings of token pairs for one channel batch.
+
+    ``cls`` is uint8 ``(U, n)``: each unit's follower classes over the
+    batch's ``n <= batch`` channels (3 = ABSENT for an unpaired unit). Bit
+    ``c`` (LSB = the batch's first channel) is 0 where the follower is FULL,
+    else 1 (PARTIAL, NONE and ABSENT: an unpaired token reuses nothing);
+    bits past a short batch are 0. Returns uint64 ``(U,)``.
+    """
+    cls = np.asarray(cls)
+    if cls.ndim != 2:
+        raise ValueError(f"cls must be a (units, channels) array, not shape {cls.shape!r}")
+    if not isinstance(batch, int) or not 1 <= batch <= 64:
+        raise ValueError(f"batch must be an integer in 1..64, not {batch!r}")
+    if cls.shape[1] > batch:
+        raise ValueError(f"a batch holds at most {batch} channels, not {cls.shape[1]}")
+    if cls.size and (cls.min() < 0 or cls.max() > ABSENT):
+        raise ValueError(f"classes must be 0..3, not {int(cls.min())}..{int(cls.max())}")
+    bits = (cls != Reuse.FULL).astype(np.uint64)
+    weights = np.left_shift(np.uint64(1), np.arange(cls.shape[1], dtype=np.uint64))
+    return (bits * weights).sum(axis=1, dtype=np.uint64) if cls.shape[1] else np.zeros(len(cls), np.uint64)
+
+
+def hamming(a: int, b: int) -> int:
+    return bin(int(a) ^ int(b)).count("1")
+
+
+def lfsr_step(state: int) -> int:
+    fb = 0
+    for t in LFSR_TAPS:
+        fb ^= (state >> t) & 1
+    return ((state << 1) | fb) & ((1 << LFSR_WIDTH) - 1)
+
+
+def draw_pivots(m: int, state: int):
+    """Draw ``min(4, m)`` distinct queue indices below ``m``: each draw
+    advances the LFSR by ``LFSR_LEAP`` steps and takes its low 6 bits,
+    rejecting indices ``>= m`` and repeats. Returns ``(pivots, state,
+    draws)``; ``draws`` counts draws (one per cycle in the RTL)."""
+    if not 1 <= m <= WINDOW:
+        raise ValueError(f"a window holds 1..{WINDOW} strings, not {m!r}")
+    pivots, draws = [], 0
+    while len(pivots) < min(CLUSTERS, m):
+        for _ in range(LFSR_LEAP):
+            state = lfsr_step(state)
+        draws += 1
+        idx = state & (WINDOW - 1)
+        if idx < m and idx not in pivots:
+            pivots.append(idx)
+    return pivots, state, draws
+
+
+class Schedule(typing.NamedTuple):
+    """One window's result: ``clusters`` (four lists of queue positions, in
+    queue order within each), the ``pivots`` (queue positions), the LFSR
+    ``state`` to carry into the next window and the LFSR ``draws`` taken."""
+    clusters: list
+    pivots: list
+    state: int
+    draws: int
+
+
+def schedule(strings, *, seed: int = LFSR_SEED) -> Schedule:
+    """Hamming-clustering scheduler for one window of ``m <= 64`` strings.
+
+    Pivots by :func:`draw_pivots` from the LFSR state ``seed`` (nonzero,
+    16 bits). Each string, in queue order, goes to the cluster whose pivot
+    string is nearest in Hamming distance (XOR and popcount), ties to the
+    lowest cluster index, among the clusters not yet holding ``ceil(m/4)``
+    strings. With ``m < 4`` only ``m`` clusters have a pivot; the others stay
+    empty.
+    """
+    strings = [int(s) for s in np.asarray(strings, dtype=np.uint64).ravel()]
+    m = len(strings)
+    if not isinstance(seed, (int, np.integer)) or not 1 <= int(seed) < (1 << LFSR_WIDTH):
+        raise ValueError(f"seed must be a nonzero {LFSR_WIDTH}-bit LFSR state, not {seed!r}")
+    pivots, state, draws = draw_pivots(m, int(seed))
+    cap = math.ceil(m / CLUSTERS)
+    clusters = [[] for _ in range(CLUSTERS)]
+    for pos, s in enumerate(strings):
+        best = min((hamming(s, strings[p]), j) for j, p in enumerate(pivots) if len(clusters[j]) < cap)
+        clusters[best[1]].append(pos)
+    return Schedule(clusters, pivots, state, draws)
+
+
+def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
+    """Scheduler over a whole queue: windows of ``window`` strings in order,
+    the LFSR state carried across; returns ``(order, state)`` where
+    ``order`` is the permutation of queue positions (clusters concatenated
+    window by window)."""
+    strings = np.asarray(strings, dtype=np.uint64).ravel()
+    order, state = [], seed
+    for w0 in range(0, len(strings), window):
+        sch = schedule(strings[w0:w0 + window], seed=state)
+        state = sch.state
+        order += [w0 + p for c in sch.clusters for p in c]
+    return np.array(order, dtype=np.int64), state
