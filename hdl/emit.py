@@ -13,7 +13,10 @@ from amaranth.back import verilog
 from ..config import KaleidoConfig
 from .array import KaleidoArray
 from .baseline import DenseArray, MacPE
+from .detector import ReuseDetector
+from .matcher import Matcher
 from .pe import KaleidoPE
+from .scheduler import Scheduler
 
 __all__ = ["DESIGNS", "emit", "module_name"]
 
@@ -23,6 +26,9 @@ DESIGNS = {
     "kaleido_array": KaleidoArray,
     "mac_pe": lambda cfg: MacPE(),
     "dense_array": DenseArray,
+    "detector": ReuseDetector,
+    "scheduler": Scheduler,
+    "matcher": Matcher,
 }
 
 

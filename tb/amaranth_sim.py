@@ -92,3 +92,40 @@ def simulate_pe(config, beats):
     sim.add_testbench(bench)
     sim.run()
     return out
+
+
+def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, max_cycles=200000):
+    """Push ``words`` through ``dut.i`` (valid dropped on stalled cycles) and
+    collect ``dut.o`` payloads (ready dropped on stalled cycles); returns
+    ``(outputs, cycles)``. Stops once every input went in and the output was
+    idle for 300 cycles."""
+    out = []
+    cycles = [0]
+
+    async def bench(ctx):
+        bubbles = stall_pattern(in_stall, seed)
+        holds = stall_pattern(out_stall, seed + 1)
+        i = idle = 0
+        while (i < len(words) or idle < 300) and cycles[0] < max_cycles:
+            valid = i < len(words) and not next(bubbles)
+            ready = not next(holds)
+            ctx.set(dut.i.valid, valid)
+            if valid:
+                ctx.set(dut.i.payload.as_value(), words[i])
+            ctx.set(dut.o.ready, ready)
+            await ctx.delay(1e-9)  # let combinational ready/valid settle
+            if valid and ctx.get(dut.i.ready):
+                i += 1
+            if ready and ctx.get(dut.o.valid):
+                out.append(ctx.get(dut.o.payload.as_value()))
+                idle = 0
+            elif i >= len(words):
+                idle += 1
+            cycles[0] += 1
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out, cycles[0]

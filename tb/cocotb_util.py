@@ -10,7 +10,7 @@ from cocotb.triggers import FallingEdge
 
 from .driver import BeatEncoder, TileDecoder, stall_pattern
 
-__all__ = ["start", "seed", "ArrayDriver"]
+__all__ = ["start", "reset", "seed", "ArrayDriver"]
 
 
 def seed() -> int:
@@ -23,6 +23,14 @@ async def start(dut, reset_cycles=2):
     Clock(dut.clk, 10, unit="ns").start()
     dut.rst.value = 1
     for _ in range(reset_cycles):
+        await FallingEdge(dut.clk)
+    dut.rst.value = 0
+
+
+async def reset(dut, cycles=2):
+    """Pulse ``rst`` for ``cycles`` (the clock already running)."""
+    dut.rst.value = 1
+    for _ in range(cycles):
         await FallingEdge(dut.clk)
     dut.rst.value = 0
 

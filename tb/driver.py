@@ -8,7 +8,7 @@ import numpy as np
 from kaleido.golden.pe import Beat, run_beats
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
-__all__ = ["Packer", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
+__all__ = ["Packer", "Unpacker", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
 
 
 def _leaves(layout, base=0, path=()):
@@ -39,6 +39,31 @@ class Packer:
             off, mask = self.off[path]
             word |= (int(value) & mask) << off
         return word
+
+
+class Unpacker:
+    """Inverse of :class:`Packer`: bits to ``{path: int}`` (signed fields
+    sign-extended)."""
+
+    def __init__(self, layout):
+        self.fields = [(path, off, w, _signed_at(layout, path)) for path, off, w in _leaves(layout)]
+
+    def __call__(self, bits: int) -> dict:
+        out = {}
+        for path, off, w, signed in self.fields:
+            v = (bits >> off) & ((1 << w) - 1)
+            if signed and v >> (w - 1):
+                v -= 1 << w
+            out[path] = v
+        return out
+
+
+def _signed_at(layout, path):
+    from amaranth import Shape
+    from amaranth.lib import data
+    for key in path:
+        layout = layout.elem_shape if isinstance(layout, data.ArrayLayout) else layout[key].shape
+    return Shape.cast(layout).signed
 
 
 class BeatEncoder:

@@ -1,0 +1,76 @@
+"""Reuse detector (spec sec. 3, 8): classes, effective operands and the
+reuse string of one anchor/follower token pair over one channel batch."""
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import KaleidoConfig
+
+__all__ = ["ReuseDetector", "detector_in_layout", "detector_out_layout"]
+
+NONE, PARTIAL, FULL, ABSENT = 0, 1, 2, 3
+
+
+def detector_in_layout(batch: int) -> data.StructLayout:
+    """``count`` valid channels (a short batch), ``absent`` = no follower."""
+    return data.StructLayout({"anchor": data.ArrayLayout(signed(8), batch),
+                              "follower": data.ArrayLayout(signed(8), batch),
+                              "count": range(batch + 1), "absent": 1})
+
+
+def detector_out_layout(batch: int) -> data.StructLayout:
+    return data.StructLayout({"cls": data.ArrayLayout(2, batch),
+                              "row_eff": data.ArrayLayout(signed(8), batch),
+                              "col_eff": data.ArrayLayout(signed(8), batch),
+                              "string": batch})
+
+
+class ReuseDetector(wiring.Component):
+    """Per lane: ``x = anchor ^ follower``; the leading-equal count is at
+    least ``n`` exactly when the top ``n`` bits of ``x`` are zero, so FULL /
+    PARTIAL are two zero-detects (the leading-zero count of spec sec. 3
+    without the encoder). Lanes past ``count`` give class NONE, zero
+    operands and string bit 0; an ``absent`` pair gives class ABSENT, zero
+    follower operands and string bits 1 (no reuse) on the valid lanes.
+
+    One pair per cycle through one pipeline register with valid/ready
+    (``i`` in, ``o`` out); latency 1.
+    """
+
+    def __init__(self, config: KaleidoConfig | None = None):
+        config = config or KaleidoConfig()
+        if not isinstance(config, KaleidoConfig):
+            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        self._config = config
+        super().__init__({"i": In(stream.Signature(detector_in_layout(config.batch))),
+                          "o": Out(stream.Signature(detector_out_layout(config.batch)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        B, F, P = cfg.batch, cfg.F, cfg.P
+        res = Signal(detector_out_layout(B))
+        bits = []
+        for c in range(B):
+            a, b = self.i.payload.anchor[c], self.i.payload.follower[c]
+            x = Signal(8, name=f"x{c}")
+            m.d.comb += x.eq(a.as_unsigned() ^ b.as_unsigned())
+            full = (x[8 - F:] == 0) if F <= 8 else Const(0)
+            part = (x[8 - P:] == 0) if P <= 8 else Const(0)
+            lane = c < self.i.payload.count
+            absent = self.i.payload.absent
+            cls = Mux(absent, ABSENT, Mux(full, FULL, Mux(part, PARTIAL, NONE)))
+            col = Mux(full, a, Mux(part, Cat(b.as_unsigned()[:4], a.as_unsigned()[4:]).as_signed(), b))
+            m.d.comb += [
+                res.cls[c].eq(Mux(lane, cls, NONE)),
+                res.row_eff[c].eq(Mux(lane & ~absent, Mux(full, a, b), 0)),
+                res.col_eff[c].eq(Mux(lane & ~absent, col, 0)),
+            ]
+            bits.append(lane & (absent | ~full))
+        m.d.comb += res.string.eq(Cat(*bits))
+        # pipeline register with valid/ready
+        with m.If(self.o.ready | ~self.o.valid):
+            m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(res)]
+        m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)
+        return m

@@ -1,0 +1,103 @@
+"""Channel matcher (paper fig. 16 right, spec sec. 8): one pass and phase's
+channel needs in, the slot stream out, one slot per cycle."""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import KaleidoConfig
+
+__all__ = ["Matcher", "matcher_in_layout", "matcher_out_layout", "SKIP", "HALF", "FULL"]
+
+SKIP, HALF, FULL = 0, 1, 2
+
+
+def matcher_in_layout(batch: int) -> data.StructLayout:
+    """One job: a phase and each channel's need (0 SKIP, 1 HALF, 2 FULL)."""
+    return data.StructLayout({"need": data.ArrayLayout(2, batch), "phase": 2})
+
+
+def matcher_out_layout(batch: int) -> data.StructLayout:
+    """One slot: ``c1`` (the head) and, in a DUAL_LO slot, ``c2``; ``slot`` 0
+    with ``last`` 1 is the marker of a job without needed channels."""
+    idx = range(batch)
+    return data.StructLayout({"c1": idx, "c2": idx, "dual": 1, "slot": 1, "last": 1, "phase": 2})
+
+
+class Matcher(wiring.Component):
+    """Feature buffer (``pending``: the job's not-yet-issued non-SKIP
+    channels, ``half``: which of them are HALF), lookahead buffer (the
+    first ``L`` pending channels after the head, by a prefix count) and merge
+    unit (the first HALF among them joins a HALF head in a DUAL_LO slot).
+
+    ``i`` accepts a job when idle or in the cycle its last slot leaves, so
+    jobs stream back to back; ``o`` is combinational from the state."""
+
+    def __init__(self, config: KaleidoConfig | None = None):
+        config = config or KaleidoConfig()
+        if not isinstance(config, KaleidoConfig):
+            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        self._config = config
+        super().__init__({"i": In(stream.Signature(matcher_in_layout(config.batch))),
+                          "o": Out(stream.Signature(matcher_out_layout(config.batch)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        B, L = self._config.batch, self._config.lookahead
+        pending = Signal(B)
+        half = Signal(B)
+        phase = Signal(2)
+        busy = Signal()
+
+        # head: lowest pending channel
+        head_oh = Signal(B)
+        m.d.comb += head_oh.eq(pending & (~pending + 1))
+        rest = Signal(B)
+        m.d.comb += rest.eq(pending & ~head_oh)
+        # lookahead window: rest channels with fewer than L rest channels before them
+        win = []
+        count = Const(0, range(B + 1))
+        for c in range(B):
+            win.append(rest[c] & (count < L))
+            count = count + rest[c]
+        window = Signal(B)
+        m.d.comb += window.eq(Cat(*win))
+        cand = Signal(B)
+        m.d.comb += cand.eq(window & half)
+        partner_oh = Signal(B)
+        m.d.comb += partner_oh.eq(cand & (~cand + 1))
+        dual = Signal()
+        m.d.comb += dual.eq(((head_oh & half) != 0) & (partner_oh != 0))
+
+        def encode(onehot):
+            out = Const(0, range(B))
+            for c in range(B):
+                out = Mux(onehot[c], c, out)
+            return out
+
+        remaining = Signal(B)
+        m.d.comb += remaining.eq(rest & ~Mux(dual, partner_oh, 0))
+        m.d.comb += [
+            self.o.valid.eq(busy),
+            self.o.payload.c1.eq(encode(head_oh)),
+            self.o.payload.c2.eq(Mux(dual, encode(partner_oh), encode(head_oh))),
+            self.o.payload.dual.eq(dual),
+            self.o.payload.slot.eq(pending != 0),
+            self.o.payload.last.eq(remaining == 0),
+            self.o.payload.phase.eq(phase),
+        ]
+        done = self.o.valid & self.o.ready & self.o.payload.last
+        m.d.comb += self.i.ready.eq(~busy | done)
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += pending.eq(remaining)
+            with m.If(self.o.payload.last):
+                m.d.sync += busy.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            need = self.i.payload.need
+            m.d.sync += [
+                busy.eq(1),
+                phase.eq(self.i.payload.phase),
+                pending.eq(Cat(*[need[c] != SKIP for c in range(B)])),
+                half.eq(Cat(*[need[c] == HALF for c in range(B)])),
+            ]
+        return m
