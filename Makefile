@@ -14,7 +14,7 @@ help:
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
 	@echo "make sim        cocotb regression on one simulator: SIM=icarus (default) or SIM=verilator"
-	@echo "make bench      benchmarks -> build/bench/*.json (not timed tests)"
+	@echo "make bench      benchmarks and measured notes -> build/bench/*.json, *.csv (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make clean      remove build/ (generated files)"
 
@@ -39,6 +39,7 @@ sim: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json
+	$(PY) -m kaleido.bench.dispatch --out build/bench/dispatch.json
 
 tables: $(STAMP)
 	$(PY) -m kaleido.bench.tables --out docs/GOLDEN_TABLE.md --csv build/tables/golden.csv

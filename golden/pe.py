@@ -388,15 +388,20 @@ def pass_operands(Z, Zeff, cls_of, unit_rows, channels):
 
 
 def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, matcher=True,
-                order=None):
+                order=None, scheduler=False):
     """Yield every array pass of the loop nest as a dict with ``A, q,
     rows_present, B, k, cols_present, slots, rows, cols`` (``rows``/``cols``:
     the units' ``(anchor, follower)`` token indices, -1 for none).
 
     Passes take consecutive groups of ``array_rows`` row units and
     ``array_cols`` column units in queue order (``order`` may give another
-    unit order per group, e.g. the scheduler's). ``matcher=False`` issues
-    every needed channel as a FULL8 slot."""
+    unit order per group). ``scheduler=True`` orders, per batch, the row
+    units by the Hamming-clustering scheduler over their Q reuse strings and
+    the column units over their K strings (windows of ``16 * array_rows``
+    and ``16 * array_cols`` strings: a cluster holds four passes' units;
+    one LFSR per side, its state carried across windows and batches).
+    ``matcher=False`` issues every needed channel as a FULL8 slot."""
+    from .dispatch import LFSR_SEED, reuse_strings, schedule_order
     cfg = config or KaleidoConfig(split=tuple(split))
     grid, split = check_qk(Q, K, grid, split)
     F, P = cfg.F, cfg.P
@@ -405,16 +410,27 @@ def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, match
     starts = np.cumsum((0,) + split)
     qcls = follower_classes(Q, grid, split, F, P)
     kcls = follower_classes(K, grid, split, F, P)
+    state = {"row": LFSR_SEED, "col": LFSR_SEED}
+
+    def scheduled(u, cls, channels, side, per_cluster):
+        tags = np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, channels], ABSENT)
+        perm, state[side] = schedule_order(reuse_strings(tags, cfg.batch), window=4 * per_cluster,
+                                           seed=state[side])
+        return u[perm]
+
     for g, (sl, axis) in enumerate(group_slices(split)):
         u = units(grid, axis)
-        rows_u = u if order is None else u[order[g]]
+        rows_u = cols_u = u if order is None else u[order[g]]
         for c0 in range(starts[g], starts[g + 1], cfg.batch):
             channels = np.arange(c0, min(c0 + cfg.batch, starts[g + 1]))
+            if scheduler:
+                rows_u = scheduled(u, qcls, channels, "row", 4 * cfg.array_rows)
+                cols_u = scheduled(u, kcls, channels, "col", 4 * cfg.array_cols)
             for r0 in range(0, len(rows_u), cfg.array_rows):
                 rsel = _pad(rows_u[r0:r0 + cfg.array_rows], cfg.array_rows)
                 A, qt, rp = pass_operands(Q, Qe, qcls, rsel, channels)
-                for c0u in range(0, len(u), cfg.array_cols):
-                    csel = _pad(u[c0u:c0u + cfg.array_cols], cfg.array_cols)
+                for c0u in range(0, len(cols_u), cfg.array_cols):
+                    csel = _pad(cols_u[c0u:c0u + cfg.array_cols], cfg.array_cols)
                     B, kt, cp = pass_operands(K, Ke, kcls, csel, channels)
                     slots = []
                     for phase in Phase:
@@ -427,18 +443,21 @@ def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, match
 
 
 def scores_by_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, matcher=True,
-                     order=None):
+                     order=None, scheduler=False):
     """Run the whole loop nest (:func:`iter_passes`) through
     :func:`array_pass` and accumulate ``S`` as the accumulation buffer
-    would; returns ``(S, stats)`` with the number of passes and slots per
-    phase. Equals ``reuse_scores`` exactly."""
+    would; returns ``(S, stats)`` with the number of passes, slots per
+    phase and array beats (``max(1, slots)`` per phase, docs/ARRAY.md).
+    Equals ``reuse_scores`` exactly, with or without scheduler and matcher."""
     cfg = config or KaleidoConfig(split=tuple(split))
     n_tok = Q.shape[0]
     S = np.zeros((n_tok, n_tok), dtype=np.int64)
     stats = {"passes": 0, "slots": [0, 0, 0, 0]}
-    for ps in iter_passes(Q, K, grid, split, cfg, matcher=matcher, order=order):
+    stats["beats"] = 0
+    for ps in iter_passes(Q, K, grid, split, cfg, matcher=matcher, order=order, scheduler=scheduler):
         for phase in Phase:
             stats["slots"][phase] += len(ps["slots"][phase])
+            stats["beats"] += max(1, len(ps["slots"][phase]))
         tiles = array_pass(ps["A"], ps["q"], ps["B"], ps["k"], ps["slots"],
                            accumulators=cfg.accumulators, acc_width=cfg.acc_width,
                            rows_present=ps["rows_present"], cols_present=ps["cols_present"])

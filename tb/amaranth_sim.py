@@ -94,13 +94,15 @@ def simulate_pe(config, beats):
     return out
 
 
-def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, max_cycles=200000):
+def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, max_cycles=200000,
+                    ports=("i", "o")):
     """Push ``words`` through ``dut.i`` (valid dropped on stalled cycles) and
     collect ``dut.o`` payloads (ready dropped on stalled cycles); returns
     ``(outputs, cycles)``. Stops once every input went in and the output was
     idle for 300 cycles."""
     out = []
     cycles = [0]
+    src, dst = (getattr(dut, p) for p in ports)
 
     async def bench(ctx):
         bubbles = stall_pattern(in_stall, seed)
@@ -109,15 +111,15 @@ def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, ma
         while (i < len(words) or idle < 300) and cycles[0] < max_cycles:
             valid = i < len(words) and not next(bubbles)
             ready = not next(holds)
-            ctx.set(dut.i.valid, valid)
+            ctx.set(src.valid, valid)
             if valid:
-                ctx.set(dut.i.payload.as_value(), words[i])
-            ctx.set(dut.o.ready, ready)
+                ctx.set(src.payload.as_value(), words[i])
+            ctx.set(dst.ready, ready)
             await ctx.delay(1e-9)  # let combinational ready/valid settle
-            if valid and ctx.get(dut.i.ready):
+            if valid and ctx.get(src.ready):
                 i += 1
-            if ready and ctx.get(dut.o.valid):
-                out.append(ctx.get(dut.o.payload.as_value()))
+            if ready and ctx.get(dst.valid):
+                out.append(ctx.get(dst.payload.as_value()))
                 idle = 0
             elif i >= len(words):
                 idle += 1

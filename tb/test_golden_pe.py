@@ -140,12 +140,12 @@ def test_match_lookahead_window():
 
 # --- loop nest -----------------------------------------------------------------
 
-@given(heads(max_extent=5, max_group=5), st.sampled_from([3, 4]), st.booleans(),
+@given(heads(max_extent=5, max_group=5), st.sampled_from([3, 4]), st.booleans(), st.booleans(),
        st.integers(1, 5), st.sampled_from([(5, 3), (5, 4), (3, 1), (9, 9)]))
-def test_scores_by_passes_equals_reuse_scores(head, acc, matcher, batch, FP):
+def test_scores_by_passes_equals_reuse_scores(head, acc, matcher, scheduler, batch, FP):
     Q, K, grid, split = head
     cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, F=FP[0], P=FP[1])
-    S, stats = scores_by_passes(Q, K, grid, split, cfg, matcher=matcher)
+    S, stats = scores_by_passes(Q, K, grid, split, cfg, matcher=matcher, scheduler=scheduler)
     assert (S == reuse_scores(Q, K, grid, split, *FP)).all()
     assert stats["passes"] > 0
 
