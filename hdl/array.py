@@ -6,6 +6,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 from .layouts import slot_layout, tile_layout
 from .pe import KaleidoPE
 from .skew import Skew
@@ -63,9 +64,7 @@ class KaleidoArray(wiring.Component):
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         R, C = config.array_rows, config.array_cols
         super().__init__({

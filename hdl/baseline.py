@@ -8,6 +8,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 from .layouts import tile_layout
 
 __all__ = ["MacPE", "DenseArray", "MAC_WIDTH"]
@@ -47,9 +48,7 @@ class DenseArray(wiring.Component):
     beats carry one int8 per row and per column, unskewed."""
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         R, C = config.array_rows, config.array_cols
         beat = data.StructLayout({"ctl": MAC_CTL, "a": data.ArrayLayout(signed(8), R),

@@ -6,6 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 
 __all__ = ["ReuseDetector", "detector_in_layout", "detector_out_layout"]
 
@@ -39,9 +40,7 @@ class ReuseDetector(wiring.Component):
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         super().__init__({"i": In(stream.Signature(detector_in_layout(config.batch))),
                           "o": Out(stream.Signature(detector_out_layout(config.batch)))})

@@ -8,6 +8,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 from .layouts import slot_layout
 from .matcher import FULL, HALF, SKIP, Matcher
 
@@ -68,9 +69,7 @@ class PassDispatcher(wiring.Component):
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         R, C, B = config.array_rows, config.array_cols, config.batch
         super().__init__({"passes": In(stream.Signature(pass_layout(R, C, B))),

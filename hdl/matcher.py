@@ -6,6 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 
 __all__ = ["Matcher", "matcher_in_layout", "matcher_out_layout", "SKIP", "HALF", "FULL"]
 
@@ -34,9 +35,7 @@ class Matcher(wiring.Component):
     jobs stream back to back; ``o`` is combinational from the state."""
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         super().__init__({"i": In(stream.Signature(matcher_in_layout(config.batch))),
                           "o": Out(stream.Signature(matcher_out_layout(config.batch)))})

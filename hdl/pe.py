@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 from .layouts import COL, CTL, ROW, tile_layout
 
 __all__ = ["KaleidoPE", "NONE", "PARTIAL", "FULL", "ABSENT", "FULL8", "DUAL_LO"]
@@ -76,9 +77,7 @@ class KaleidoPE(wiring.Component):
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         super().__init__({
             "row_in": In(ROW), "ctl_in": In(CTL), "col_in": In(COL),

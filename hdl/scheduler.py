@@ -6,6 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
+from ._common import as_config
 from ..golden.dispatch import CLUSTERS, LFSR_LEAP, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, WINDOW
 
 __all__ = ["Scheduler", "scheduler_in_layout", "scheduler_out_layout"]
@@ -48,9 +49,7 @@ class Scheduler(wiring.Component):
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
-        config = config or KaleidoConfig()
-        if not isinstance(config, KaleidoConfig):
-            raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
+        config = as_config(config)
         self._config = config
         super().__init__({"i": In(stream.Signature(scheduler_in_layout(config.batch))),
                           "o": Out(stream.Signature(scheduler_out_layout()))})

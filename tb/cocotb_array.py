@@ -1,4 +1,4 @@
-"""cocotb regression of the Kaleido PE array (run by tb/test_array_rtl.py
+"""cocotb regression of the Kaleido PE array (run by tb/test_rtl.py
 under Icarus and Verilator). Every check compares the RTL against the
 golden model: the beat model (run_beats) and reuse_scores."""
 

@@ -1,4 +1,4 @@
-"""cocotb tests of one Kaleido PE (run by tb/test_pe_rtl.py under Icarus and
+"""cocotb tests of one Kaleido PE (run by tb/test_rtl.py under Icarus and
 Verilator): the arithmetic exhaustively, every (phase, slot kind, tag)
 combination against the golden PE model."""
 

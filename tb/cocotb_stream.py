@@ -1,5 +1,5 @@
 """cocotb testbench of the dispatcher blocks (reuse detector, matcher,
-scheduler; run by tb/test_dispatch_rtl.py under Icarus and Verilator):
+scheduler; run by tb/test_rtl.py under Icarus and Verilator):
 golden inputs pushed through ``i``, ``o`` collected, every stall pattern on
 both sides; the output must equal the golden model's, nothing lost,
 duplicated or reordered."""
