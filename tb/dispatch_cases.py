@@ -64,15 +64,34 @@ def detector_case(cfg, rng, n_pairs=200, source="random"):
     return ins, outs
 
 
-def matcher_case(cfg, rng, n_jobs=60):
+def _workload_needs(cfg, rng, n_jobs):
+    """``(phase, needs)`` of the first passes of a synthetic video head."""
+    from kaleido.golden.pe import iter_passes
+    w = make_workload("video", (2, 4, 4), cfg.split, int(rng.integers(1 << 31)))
+    jobs = []
+    for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg):
+        for phase in range(4):
+            needs = channel_needs(phase, ps["q"], ps["k"], rows_present=ps["rows_present"],
+                                  cols_present=ps["cols_present"], accumulators=cfg.accumulators)
+            jobs.append((phase, needs + [Need.SKIP] * (cfg.batch - len(needs))))
+        if len(jobs) >= n_jobs:
+            return jobs
+    return jobs
+
+
+def matcher_case(cfg, rng, n_jobs=60, source="random"):
     """``(in_words, expected_out_words)``: jobs from random class patterns
-    (through :func:`channel_needs`) and random need lists, empty jobs too."""
+    (through :func:`channel_needs`) and random need lists, empty jobs too;
+    or (``source="workload"``) the jobs of a synthetic video head's passes."""
     B = cfg.batch
     pack_in, pack_out = Packer(matcher_in_layout(B)), Packer(matcher_out_layout(B))
     ins, outs = [], []
-    for j in range(n_jobs):
+    jobs = _workload_needs(cfg, rng, n_jobs) if source == "workload" else None
+    for j in range(n_jobs if jobs is None else len(jobs)):
         phase = int(rng.integers(4))
-        if j % 3 == 0:
+        if jobs is not None:
+            phase, needs = jobs[j]
+        elif j % 3 == 0:
             q = rng.integers(0, 4, (cfg.array_rows, B)).astype(np.uint8)
             k = rng.integers(0, 4, (cfg.array_cols, B)).astype(np.uint8)
             needs = channel_needs(phase, q, k, accumulators=cfg.accumulators)

@@ -41,6 +41,12 @@ def test_matcher(lookahead, in_stall, out_stall, seed):
         assert cycles - 300 == len(exp) + 1  # one slot per cycle after 1 cycle, jobs back to back
 
 
+def test_matcher_workload(seed):
+    cfg = KaleidoConfig()
+    ins, exp = matcher_case(cfg, np.random.default_rng(seed), 80, source="workload")
+    assert simulate_stream(Matcher(cfg), ins, in_stall="random", out_stall="random", seed=seed)[0] == exp
+
+
 @pytest.mark.parametrize("in_stall, out_stall", STALLS[:2])
 def test_scheduler(in_stall, out_stall, seed):
     cfg = KaleidoConfig()
