@@ -12,12 +12,14 @@ from .driver import BeatEncoder, stall_pattern
 __all__ = ["simulate_array"]
 
 
-def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0):
+def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0, with_cycles=False):
     """Drive ``beats`` into a :class:`KaleidoArray`, with bubbles on the
     input (``in_stall``) and ``hold`` on the output (``out_stall``); return
     ``(drains, timing)``: per PE the ``(phase, value)`` drains in order, and
     per PE the cycle offsets (not counting held cycles) between each ``last``
-    acceptance and its tile."""
+    acceptance and its tile. ``with_cycles`` also returns the cycles from
+    the first beat to the last tile (held cycles not counted)."""
+    last_tile = [None]
     dut = KaleidoArray(config)
     R, C, W = config.array_rows, config.array_cols, config.acc_width
     drains = {(r, c): [] for r in range(R) for c in range(C)}
@@ -44,6 +46,7 @@ def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0):
                     if ctx.get(t.valid):
                         drains[(r, c)].append((ctx.get(t.phase), ctx.get(t.value)))
                         lat[(r, c)].append(cycle - last_accepts[len(drains[(r, c)]) - 1])
+                        last_tile[0] = cycle
                 if valid:
                     if beats[i].last:
                         last_accepts.append(cycle)
@@ -59,6 +62,8 @@ def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0):
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    if with_cycles:
+        return drains, lat, last_tile[0] + 1
     return drains, lat
 
 

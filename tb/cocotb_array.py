@@ -14,7 +14,8 @@ from cocotb.triggers import FallingEdge
 
 from kaleido.tb.cocotb_util import ArrayDriver, seed, start
 from kaleido.tb.driver import expected_drains
-from kaleido.tb.passes import random_pass, split_and_place, workload_passes
+from kaleido.model import VARIANTS, run_model, stream_cycles
+from kaleido.tb.passes import make_workload, random_pass, split_and_place, workload_passes
 from kaleido.tb.runner import config_from_env
 
 CFG = config_from_env()
@@ -51,8 +52,8 @@ async def random_passes(dut):
     await drv.run(beats)
     assert drv.drains == _expect(CFG, beats), f"seed {s}: drains differ"
     _check_latency(drv)
-    # throughput: the last tile leaves len(beats) + R + C - 2 cycles after the first beat
-    assert drv.last_tile_cycle == len(beats) + CFG.array_rows + CFG.array_cols - 2
+    # throughput: the stream occupies exactly the cycle model's stream_cycles
+    assert drv.last_tile_cycle + 1 == stream_cycles(len(beats), CFG)
 
 
 @cocotb.test()
@@ -80,17 +81,25 @@ async def workloads(dut):
     odd extents, odd channel counts per batch, unpaired rows and columns."""
     s = seed()
     await start(dut)
-    cases = [("video", (2, 3, 3), (5, 3, 4)), ("random", (3, 2, 3), (3, 4, 1)),
-             ("constant", (2, 4, 2), (2, 2, 3)), ("video", (1, 5, 4), (7, 1, 2))]
-    for kind, grid, split in cases:
+    cases = [("video", (2, 3, 3), (5, 3, 4), "pe-m"), ("random", (3, 2, 3), (3, 4, 1), "pe"),
+             ("constant", (2, 4, 2), (2, 2, 3), "full"), ("video", (1, 5, 4), (7, 1, 2), "full"),
+             ("video", (2, 4, 4), (9, 4, 3), "pe-sh")]
+    for kind, grid, split, variant in cases:
         cfg = CFG.replace(split=split)
-        S_expected, passes = workload_passes(cfg, grid, kind, seed=s)
+        scheduler, matcher = VARIANTS[variant]
+        S_expected, passes = workload_passes(cfg, grid, kind, seed=s, matcher=matcher, scheduler=scheduler)
         beats = [b for bs, _ in passes for b in bs]
         drv = ArrayDriver(dut, CFG)
         await drv.run(beats)
         S = split_and_place(S_expected.shape, passes, drv.drains)
         assert (S == S_expected).all(), f"seed {s}: {kind} {grid} {split} differs from reuse_scores"
-        dut._log.info(f"{kind} grid {grid} split {split}: {len(passes)} passes, {len(beats)} beats, exact")
+        # the cycle model predicts the RTL's cycle count exactly
+        w = make_workload(kind, grid, split, s)
+        model = run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant)
+        measured = drv.last_tile_cycle + 1
+        assert measured == model.cycles, f"seed {s}: {kind} {variant}: RTL {measured} cycles, model {model.cycles}"
+        dut._log.info(f"{kind} grid {grid} split {split} {variant}: {len(passes)} passes, "
+                      f"{len(beats)} beats, {measured} cycles = model, exact")
 
 
 @cocotb.test()

@@ -39,14 +39,15 @@ def make_workload(kind, grid, split, seed):
     raise ValueError(f"unknown workload kind {kind!r}")
 
 
-def workload_passes(cfg, grid, kind="video", seed=0, matcher=True):
+def workload_passes(cfg, grid, kind="video", seed=0, matcher=True, scheduler=False):
     """``(S_expected, [(beats, place), ...])``: ``S_expected`` is
     ``reuse_scores``; ``place(S, drains)`` adds one pass's RTL drains (per PE
-    lists of ``(phase, value)``) into ``S``."""
+    lists of ``(phase, value)``) into ``S``. The workload itself is
+    ``make_workload(kind, grid, cfg.split, seed)``."""
     w = make_workload(kind, grid, cfg.split, seed)
     S_expected = reuse_scores(w.q, w.k, w.grid, w.split, cfg.F, cfg.P)
     out = []
-    for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, matcher=matcher):
+    for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, matcher=matcher, scheduler=scheduler):
         beats = pass_beats(ps["A"], ps["q"], ps["B"], ps["k"], ps["slots"],
                            accumulators=cfg.accumulators, rows_present=ps["rows_present"],
                            cols_present=ps["cols_present"])

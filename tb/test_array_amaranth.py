@@ -14,7 +14,9 @@ from kaleido.hdl.pe import KaleidoPE
 
 from .amaranth_sim import simulate_array
 from .driver import expected_drains
-from .passes import random_pass, split_and_place, workload_passes
+from kaleido.model import VARIANTS, run_model
+
+from .passes import make_workload, random_pass, split_and_place, workload_passes
 
 
 def _check(cfg, beats, **kw):
@@ -44,13 +46,17 @@ def test_stalls(in_stall, out_stall, seed):
     _check(cfg, beats, in_stall=in_stall, out_stall=out_stall, seed=seed)
 
 
-@pytest.mark.parametrize("rows, cols", [(1, 1), (2, 3), (4, 4)])
-def test_workload_equals_reuse_scores(rows, cols):
+@pytest.mark.parametrize("rows, cols, variant", [(1, 1, "pe"), (2, 3, "full"), (4, 4, "pe-m"), (3, 2, "pe-sh")])
+def test_workload_equals_reuse_scores_and_model(rows, cols, variant):
     cfg = KaleidoConfig(split=(3, 2, 3), batch=3, array_rows=rows, array_cols=cols)
-    S_expected, passes = workload_passes(cfg, grid=(2, 3, 3), kind="video", seed=1)
+    scheduler, matcher = VARIANTS[variant]
+    S_expected, passes = workload_passes(cfg, grid=(2, 3, 3), kind="video", seed=1,
+                                         matcher=matcher, scheduler=scheduler)
     beats = [b for bs, _ in passes for b in bs]   # every pass back to back
-    drains, _ = simulate_array(cfg, beats)
+    drains, _, cycles = simulate_array(cfg, beats, with_cycles=True)
     assert (split_and_place(S_expected.shape, passes, drains) == S_expected).all()
+    w = make_workload("video", (2, 3, 3), cfg.split, 1)
+    assert cycles == run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant).cycles
 
 
 def test_invalid_configuration():

@@ -9,6 +9,7 @@ from kaleido.golden import Phase, channel_needs, match
 from kaleido.golden.pe import iter_passes, pass_beats
 from kaleido.hdl.dispatcher import PassDispatcher, pass_layout
 from kaleido.hdl.layouts import slot_layout
+from kaleido.model import run_model
 
 from .amaranth_sim import simulate_stream
 from .driver import Packer, Unpacker
@@ -43,7 +44,7 @@ def test_dispatcher_beats(source, out_stall, seed):
     words, expected = [], []
     if source == "workload":
         w = make_workload("video", (2, 3, 5), cfg.split, seed)
-        passes = list(iter_passes(w.q, w.k, w.grid, w.split, cfg))[:40]
+        passes = list(iter_passes(w.q, w.k, w.grid, w.split, cfg))
         items = [(p["A"], p["q"], p["rows_present"], p["B"], p["k"], p["cols_present"], p["slots"])
                  for p in passes]
     else:
@@ -71,3 +72,6 @@ def test_dispatcher_beats(source, out_stall, seed):
     assert [_comparable(unpack, o) for o in out] == [_comparable(unpack, enc(b)) for b in expected]
     if out_stall == "none":  # one beat per cycle, one idle cycle per pass boundary (+1 to start)
         assert cycles - 300 == len(expected) + len(items) + 1
+        if source == "workload":  # dispatcher + array: the cycle model with pass_gap=1
+            model = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", pass_gap=1)
+            assert cycles - 300 + cfg.array_rows + cfg.array_cols - 1 == model.cycles

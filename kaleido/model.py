@@ -1,0 +1,211 @@
+"""Cycle-level performance model of Kaleido arrays (spec sec. 9).
+
+Vectorised over passes: per channel group, batch and phase, each row group
+(``array_rows`` row units, in queue or scheduled order) is summarised by a
+4-bit mask per channel of the follower classes it holds (NONE, PARTIAL,
+FULL, ABSENT; padding units hold none), each column group likewise; a
+lookup table turns a (row mask, column mask) pair into the array-level need
+of spec sec. 7, and the matcher (or plain issue) turns a pass's needs into
+slots. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
+
+* a phase costs ``max(1, slots)`` beats; passes stream back to back;
+* ``pass_gap`` idle beats per pass (1 for the RTL's single-buffered
+  ``PassDispatcher``, plus 1 at the start; 0 for the bare array);
+* the last tile leaves ``R + C - 1`` cycles after the last beat's cycle
+  starts (a stream of ``n`` beats occupies ``n + R + C - 1`` cycles);
+* passes are dealt to ``arrays`` arrays round-robin; the run ends with the
+  slowest array.
+
+The dense baseline is an output-stationary MAC array with the same number
+of PEs (``R x C`` token pairs per pass, one channel per cycle over the
+whole head, same drain): ``ceil(N/R) * ceil(N/C) * d + R + C - 1`` cycles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .config import KaleidoConfig
+from .golden.dispatch import LFSR_SEED, reuse_strings, schedule_order
+from .golden._checks import check_qk
+from .golden.ops import op_counts
+from .golden.pe import PeNeed, Phase, pe_need, units
+from .golden.reuse import ABSENT, follower_classes, group_slices
+
+__all__ = ["VARIANTS", "ModelResult", "run_model", "stream_cycles", "need_table"]
+
+#: paper variants: (scheduler, matcher)
+VARIANTS = {"pe": (False, False), "pe-sh": (True, False), "pe-m": (False, True), "full": (True, True)}
+
+SKIP, HALF, FULL = 0, 1, 2
+
+
+def need_table(accumulators: int = 3) -> np.ndarray:
+    """uint8 ``[phase, row mask, column mask]`` -> array-level need (0 SKIP,
+    1 HALF, 2 FULL); a mask is a 4-bit set of follower classes present."""
+    table = np.zeros((4, 16, 16), dtype=np.uint8)
+    for phase in Phase:
+        for a in range(16):
+            for b in range(16):
+                union = 0
+                for q in range(4):
+                    for k in range(4):
+                        if (a >> q) & 1 and (b >> k) & 1:
+                            union |= int(pe_need(phase, q, k, accumulators))
+                if union == 0:
+                    table[phase, a, b] = SKIP
+                elif union == PeNeed.LO and phase in (Phase.T1, Phase.T3):
+                    table[phase, a, b] = HALF
+                else:
+                    table[phase, a, b] = FULL
+    return table
+
+
+def stream_cycles(beats: int, config: KaleidoConfig) -> int:
+    """Cycles from the first beat to the last tile for ``beats`` beats."""
+    return beats + config.array_rows + config.array_cols - 1
+
+
+def _popcount(x):
+    x = x.astype(np.uint32)
+    c = np.zeros(x.shape, dtype=np.int64)
+    while True:
+        nz = x != 0
+        if not nz.any():
+            return c
+        c += nz
+        x &= x - 1
+
+
+def _match_slots(ns, hm, lookahead):
+    """Vectorised golden matcher: slot counts for need masks (``ns`` non-SKIP
+    bits, ``hm`` HALF bits, channel 0 = bit 0)."""
+    pending = ns.astype(np.uint32).copy()
+    hm = hm.astype(np.uint32)
+    slots = np.zeros(pending.shape, dtype=np.int64)
+    one = np.uint32(1)
+    while True:
+        active = pending != 0
+        if not active.any():
+            return slots
+        head = pending & (~pending + one)
+        rest = pending & ~head
+        win = np.zeros_like(rest)
+        r = rest.copy()
+        for _ in range(lookahead):
+            low = r & (~r + one)
+            win |= low
+            r &= ~low
+        cand = win & hm
+        partner = cand & (~cand + one)
+        dual = ((head & hm) != 0) & (partner != 0)
+        pending = rest & ~np.where(dual, partner, np.uint32(0))
+        slots += active
+
+
+@dataclasses.dataclass
+class ModelResult:
+    cycles: int
+    dense_cycles: int
+    speedup: float
+    utilization: float
+    ops: dict
+    phases: dict
+    passes: int
+    beats: int
+    arrays: int
+    variant: str
+    quality: dict | None = None
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _group_masks(tags, present, size):
+    """Per group of ``size`` units: uint8 ``(groups, n)`` class masks."""
+    U, n = tags.shape
+    G = -(-U // size)
+    pad = G * size - U
+    t = np.concatenate([tags, np.zeros((pad, n), tags.dtype)]) if pad else tags
+    p = np.concatenate([present, np.zeros(pad, bool)]) if pad else present
+    bits = np.where(p[:, None], np.left_shift(1, t.astype(np.uint8)), 0).astype(np.uint8)
+    return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
+
+
+def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant="full",
+              arrays: int = 1, pass_gap: int = 0, progress=None, quality=None) -> ModelResult:
+    """Model one head ``Q K^T`` (int8 ``(N, d)``) on ``arrays`` Kaleido arrays.
+
+    ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats per pass (see
+    module doc); ``progress(done, total)`` is called per batch.
+    """
+    grid, split = check_qk(Q, K, grid, split)
+    cfg = config or KaleidoConfig(split=tuple(split))
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
+    if not isinstance(arrays, int) or arrays < 1:
+        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    use_sched, use_match = VARIANTS[variant]
+    R, C = cfg.array_rows, cfg.array_cols
+    n_tok, d = Q.shape
+    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
+    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    table = need_table(cfg.accumulators)
+    state = {"row": LFSR_SEED, "col": LFSR_SEED}
+    per_array = np.zeros(arrays, dtype=np.int64)
+    phase_beats = [0, 0, 0, 0]
+    phase_slots = [0, 0, 0, 0]
+    n_pass = 0
+    batches = [(sl, axis, c0, min(c0 + cfg.batch, sl.stop)) for sl, axis in group_slices(split)
+               for c0 in range(sl.start, sl.stop, cfg.batch)]
+    for bi, (sl, axis, c0, c1) in enumerate(batches):
+        u = units(grid, axis)
+        ch = np.arange(c0, c1)
+        present = np.ones(len(u), bool)
+
+        def tags_of(cls):
+            return np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, ch], ABSENT).astype(np.uint8)
+        tq, tk = tags_of(qcls), tags_of(kcls)
+        if use_sched:
+            pr, state["row"] = schedule_order(reuse_strings(tq, cfg.batch), window=16 * R, seed=state["row"])
+            pc, state["col"] = schedule_order(reuse_strings(tk, cfg.batch), window=16 * C, seed=state["col"])
+            tq, tk = tq[pr], tk[pc]
+        qm = _group_masks(tq, present, R)        # (Gr, n)
+        km = _group_masks(tk, present, C)        # (Gc, n)
+        Gr, Gc = len(qm), len(km)
+        weights = np.left_shift(np.uint32(1), np.arange(len(ch), dtype=np.uint32))
+        beats = np.zeros((Gr, Gc), dtype=np.int64)
+        for phase in Phase:
+            nd = table[phase][qm[:, None, :], km[None, :, :]]          # (Gr, Gc, n)
+            ns = ((nd != SKIP) * weights).sum(axis=2, dtype=np.uint32)
+            if use_match and phase in (Phase.T1, Phase.T3):
+                hm = ((nd == HALF) * weights).sum(axis=2, dtype=np.uint32)
+                slots = _match_slots(ns, hm, cfg.lookahead)
+            else:
+                slots = (nd != SKIP).sum(axis=2).astype(np.int64)
+            b = np.maximum(slots, 1)
+            beats += b
+            phase_beats[phase] += int(b.sum())
+            phase_slots[phase] += int(slots.sum())
+        # passes in loop-nest order (row group outer, column group inner), dealt round-robin
+        flat = beats.ravel() + pass_gap
+        idx = (n_pass + np.arange(flat.size)) % arrays
+        per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
+        n_pass += flat.size
+        if progress:
+            progress(bi + 1, len(batches))
+    start = 1 if pass_gap else 0
+    cycles = int(per_array.max()) + start + R + C - 1
+    total_beats = int(per_array.sum())
+    dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
+    counts = op_counts(Q, K, grid, split, cfg.F, cfg.P)
+    hw = counts["hw4" if cfg.accumulators == 4 else "hw3"]
+    util = hw / (2 * R * C * total_beats) if total_beats else 0.0
+    return ModelResult(
+        cycles=cycles, dense_cycles=dense_cycles, speedup=dense_cycles / cycles, utilization=util,
+        ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
+        phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
+        passes=n_pass, beats=total_beats, arrays=arrays, variant=variant, quality=quality)

@@ -1,0 +1,81 @@
+"""The cycle model against the golden loop nest and the RTL timing rules
+(the RTL itself is compared in tb/cocotb_array.py and the Amaranth tests)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from kaleido import KaleidoConfig
+from kaleido.golden.pe import Phase, iter_passes
+from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
+from kaleido.model import VARIANTS, run_model, stream_cycles
+
+from .strategies import heads
+
+
+def _loop_beats(Q, K, grid, split, cfg, variant):
+    scheduler, matcher = VARIANTS[variant]
+    per_phase = [0, 0, 0, 0]
+    passes = 0
+    for ps in iter_passes(Q, K, grid, split, cfg, matcher=matcher, scheduler=scheduler):
+        passes += 1
+        for p in Phase:
+            per_phase[p] += max(1, len(ps["slots"][p]))
+    return per_phase, passes
+
+
+@given(heads(max_extent=5, max_group=6), st.sampled_from(sorted(VARIANTS)), st.sampled_from([3, 4]),
+       st.integers(1, 6), st.integers(1, 3), st.integers(1, 3), st.integers(0, 5))
+def test_model_equals_loop_nest(head, variant, acc, batch, rows, cols, lookahead):
+    Q, K, grid, split = head
+    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, array_rows=rows, array_cols=cols,
+                        lookahead=max(1, lookahead))
+    per_phase, passes = _loop_beats(Q, K, grid, split, cfg, variant)
+    r = run_model(Q, K, grid, split, cfg, variant=variant)
+    assert [r.phases[p.name]["beats"] for p in Phase] == per_phase
+    assert r.passes == passes and r.beats == sum(per_phase)
+    assert r.cycles == stream_cycles(sum(per_phase), cfg)
+
+
+def test_arrays_round_robin():
+    w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed=0)
+    cfg = KaleidoConfig()
+    one = run_model(w.q, w.k, w.grid, w.split, cfg, arrays=1)
+    two = run_model(w.q, w.k, w.grid, w.split, cfg, arrays=2)
+    assert two.beats == one.beats
+    assert one.cycles / 2 <= two.cycles < one.cycles
+    assert two.dense_cycles < one.dense_cycles
+
+
+def test_bounds():
+    cfg = KaleidoConfig(split=(2, 3, 3))
+    c = constant_workload((4, 4, 4), (2, 3, 3))
+    r3 = run_model(c.q, c.k, c.grid, c.split, cfg)
+    r4 = run_model(c.q, c.k, c.grid, c.split, cfg.replace(accumulators=4))
+    assert r3.ops["hw"] * 2 == r3.ops["dense"] and r4.ops["hw"] * 4 == r4.ops["dense"]
+    assert r4.cycles < r3.cycles
+    rnd = random_workload((4, 4, 4), (2, 3, 3))
+    rr = run_model(rnd.q, rnd.k, rnd.grid, rnd.split, cfg, variant="pe")
+    assert rr.speedup < 1.05  # no reuse, no gain (padding may even cost)
+    assert 0 < rr.utilization <= 1 and 0 < r3.utilization <= 1
+
+
+def test_pass_gap():
+    w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed=0)
+    cfg = KaleidoConfig()
+    a = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m")
+    b = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", pass_gap=1)
+    assert b.cycles == a.cycles + a.passes + 1
+
+
+def test_wrong_arguments():
+    w = random_workload((2, 2, 2), (1, 1, 1))
+    with pytest.raises(ValueError, match="variant must be one of"):
+        run_model(w.q, w.k, w.grid, w.split, variant="turbo")
+    with pytest.raises(ValueError, match="arrays must be a positive integer, not 0"):
+        run_model(w.q, w.k, w.grid, w.split, arrays=0)
+    with pytest.raises(ValueError, match=r"split \(1, 1, 2\) sums to 4, but the head dimension d is 3"):
+        run_model(w.q, w.k, w.grid, (1, 1, 2))
+    with pytest.raises(TypeError, match="Q must have dtype int8, not int32"):
+        run_model(w.q.astype(np.int32), w.k, w.grid, w.split)
+
