@@ -69,15 +69,13 @@ def stream_cycles(beats: int, config: KaleidoConfig) -> int:
     return beats + config.array_rows + config.array_cols - 1
 
 
-def _popcount(x):
-    x = x.astype(np.uint32)
-    c = np.zeros(x.shape, dtype=np.int64)
-    while True:
-        nz = x != 0
-        if not nz.any():
-            return c
-        c += nz
-        x &= x - 1
+def _pack_bits(mask):
+    """bool ``(..., n)`` -> uint32 with channel ``c`` at bit ``c``."""
+    packed = np.packbits(mask, axis=-1, bitorder="little")
+    out = np.zeros(mask.shape[:-1], dtype=np.uint32)
+    for i in range(packed.shape[-1]):
+        out |= packed[..., i].astype(np.uint32) << np.uint32(8 * i)
+    return out
 
 
 def _match_slots(ns, hm, lookahead):
@@ -176,20 +174,23 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
         qm = _group_masks(tq, present, R)        # (Gr, n)
         km = _group_masks(tk, present, C)        # (Gc, n)
         Gr, Gc = len(qm), len(km)
-        weights = np.left_shift(np.uint32(1), np.arange(len(ch), dtype=np.uint32))
         beats = np.zeros((Gr, Gc), dtype=np.int64)
-        for phase in Phase:
-            nd = table[phase][qm[:, None, :], km[None, :, :]]          # (Gr, Gc, n)
-            ns = ((nd != SKIP) * weights).sum(axis=2, dtype=np.uint32)
-            if use_match and phase in (Phase.T1, Phase.T3):
-                hm = ((nd == HALF) * weights).sum(axis=2, dtype=np.uint32)
-                slots = _match_slots(ns, hm, cfg.lookahead)
-            else:
-                slots = (nd != SKIP).sum(axis=2).astype(np.int64)
-            b = np.maximum(slots, 1)
-            beats += b
-            phase_beats[phase] += int(b.sum())
-            phase_slots[phase] += int(slots.sum())
+        step = max(1, (1 << 22) // max(1, Gc * len(ch)))     # bound memory: row-group chunks
+        for g0 in range(0, Gr, step):
+            qmc = qm[g0:g0 + step]
+            for phase in Phase:
+                nd = table[phase][qmc[:, None, :], km[None, :, :]]          # (g, Gc, n)
+                nonskip = nd != SKIP
+                if use_match and phase in (Phase.T1, Phase.T3):
+                    ns = _pack_bits(nonskip)
+                    hm = _pack_bits(nd == HALF)
+                    slots = _match_slots(ns, hm, cfg.lookahead)
+                else:
+                    slots = nonskip.sum(axis=2, dtype=np.int64)
+                b = np.maximum(slots, 1)
+                beats[g0:g0 + step] += b
+                phase_beats[phase] += int(b.sum())
+                phase_slots[phase] += int(slots.sum())
         # passes in loop-nest order (row group outer, column group inner), dealt round-robin
         flat = beats.ravel() + pass_gap
         idx = (n_pass + np.arange(flat.size)) % arrays
