@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup test test-fast verilog sim bench tables clean
+.PHONY: help setup test test-fast verilog sim bench tables report clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses"
@@ -16,6 +16,7 @@ help:
 	@echo "make sim        cocotb regression on one simulator: SIM=icarus (default) or SIM=verilator"
 	@echo "make bench      benchmarks and measured notes -> build/bench/*.json, *.csv (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
+	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s)"
 	@echo "make clean      remove build/ (generated files)"
 
 $(STAMP): pyproject.toml scripts/setup.sh
@@ -40,9 +41,13 @@ sim: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json
 	$(PY) -m kaleido.bench.dispatch --out build/bench/dispatch.json
+	$(PY) -m kaleido.bench.model --out build/bench/model.json
 
 tables: $(STAMP)
 	$(PY) -m kaleido.bench.tables --out docs/GOLDEN_TABLE.md --csv build/tables/golden.csv
+
+report: $(STAMP)
+	$(PY) -m kaleido.bench.report
 
 clean:
 	rm -rf build

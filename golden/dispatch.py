@@ -66,19 +66,28 @@ def lfsr_step(state: int) -> int:
     return ((state << 1) | fb) & ((1 << LFSR_WIDTH) - 1)
 
 
-def draw_pivots(m: int, state: int):
+def _index_bits(window: int) -> int:
+    return max(1, (int(window) - 1).bit_length())
+
+
+def draw_pivots(m: int, state: int, window: int = WINDOW):
     """Draw ``min(4, m)`` distinct queue indices below ``m``: each draw
-    advances the LFSR by ``LFSR_LEAP`` steps and takes its low 6 bits,
+    advances the LFSR by ``LFSR_LEAP`` steps (more for windows above 64, one
+    per index bit) and takes its low ``log2(window)`` bits (6 for the RTL's
+    64-entry queue),
     rejecting indices ``>= m`` and repeats. Returns ``(pivots, state,
     draws)``; ``draws`` counts draws (one per cycle in the RTL)."""
-    if not 1 <= m <= WINDOW:
-        raise ValueError(f"a window holds 1..{WINDOW} strings, not {m!r}")
+    if not 1 <= m <= window:
+        raise ValueError(f"a window holds 1..{window} strings, not {m!r}")
+    bits = _index_bits(window)
+    if bits > LFSR_WIDTH:
+        raise ValueError(f"window {window!r} needs more index bits than the {LFSR_WIDTH}-bit LFSR has")
     pivots, draws = [], 0
     while len(pivots) < min(CLUSTERS, m):
-        for _ in range(LFSR_LEAP):
+        for _ in range(max(LFSR_LEAP, bits)):
             state = lfsr_step(state)
         draws += 1
-        idx = state & (WINDOW - 1)
+        idx = state & ((1 << bits) - 1)
         if idx < m and idx not in pivots:
             pivots.append(idx)
     return pivots, state, draws
@@ -94,7 +103,7 @@ class Schedule(typing.NamedTuple):
     draws: int
 
 
-def schedule(strings, *, seed: int = LFSR_SEED) -> Schedule:
+def schedule(strings, *, seed: int = LFSR_SEED, window: int = WINDOW) -> Schedule:
     """Hamming-clustering scheduler for one window of ``m <= 64`` strings.
 
     Pivots by :func:`draw_pivots` from the LFSR state ``seed`` (nonzero,
@@ -108,7 +117,7 @@ def schedule(strings, *, seed: int = LFSR_SEED) -> Schedule:
     m = len(strings)
     if not isinstance(seed, (int, np.integer)) or not 1 <= int(seed) < (1 << LFSR_WIDTH):
         raise ValueError(f"seed must be a nonzero {LFSR_WIDTH}-bit LFSR state, not {seed!r}")
-    pivots, state, draws = draw_pivots(m, int(seed))
+    pivots, state, draws = draw_pivots(m, int(seed), max(window, m))
     cap = math.ceil(m / CLUSTERS)
     clusters = [[] for _ in range(CLUSTERS)]
     for pos, s in enumerate(strings):
@@ -125,7 +134,7 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
     strings = np.asarray(strings, dtype=np.uint64).ravel()
     order, state = [], seed
     for w0 in range(0, len(strings), window):
-        sch = schedule(strings[w0:w0 + window], seed=state)
+        sch = schedule(strings[w0:w0 + window], seed=state, window=window)
         state = sch.state
         order += [w0 + p for c in sch.clusters for p in c]
     return np.array(order, dtype=np.int64), state

@@ -104,6 +104,26 @@ def _match_slots(ns, hm, lookahead):
         slots += active
 
 
+def _separability(t):
+    """``"row"`` if a phase's need depends on the row mask alone (for every
+    non-empty column mask), ``"col"`` likewise, else ``"both"``. Every group
+    holds a present unit, so masks are never empty."""
+    if (t[1:, 1:] == t[1:, 1:2]).all():
+        return "row"
+    if (t[1:, 1:] == t[1:2, 1:]).all():
+        return "col"
+    return "both"
+
+
+def _slots(needs, use_match, lookahead):
+    """Slot counts for need arrays ``(..., n)`` (the golden matcher or one
+    slot per non-SKIP channel)."""
+    nonskip = needs != SKIP
+    if use_match and (needs == HALF).any():
+        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == HALF), lookahead)
+    return nonskip.sum(axis=-1, dtype=np.int64)
+
+
 @dataclasses.dataclass
 class ModelResult:
     cycles: int
@@ -152,6 +172,7 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
     qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
     kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
     table = need_table(cfg.accumulators)
+    separable = [_separability(table[p]) for p in Phase]
     state = {"row": LFSR_SEED, "col": LFSR_SEED}
     per_array = np.zeros(arrays, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
@@ -175,22 +196,32 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
         km = _group_masks(tk, present, C)        # (Gc, n)
         Gr, Gc = len(qm), len(km)
         beats = np.zeros((Gr, Gc), dtype=np.int64)
-        step = max(1, (1 << 22) // max(1, Gc * len(ch)))     # bound memory: row-group chunks
-        for g0 in range(0, Gr, step):
-            qmc = qm[g0:g0 + step]
-            for phase in Phase:
-                nd = table[phase][qmc[:, None, :], km[None, :, :]]          # (g, Gc, n)
-                nonskip = nd != SKIP
-                if use_match and phase in (Phase.T1, Phase.T3):
-                    ns = _pack_bits(nonskip)
-                    hm = _pack_bits(nd == HALF)
-                    slots = _match_slots(ns, hm, cfg.lookahead)
-                else:
-                    slots = nonskip.sum(axis=2, dtype=np.int64)
+        for phase in Phase:
+            kind = separable[phase]
+            if kind == "both":
+                # evaluate on distinct row / column masks only, in chunks, then gather
+                uq, inv_q = np.unique(qm, axis=0, return_inverse=True)
+                uk, inv_k = np.unique(km, axis=0, return_inverse=True)
+                su = np.zeros((len(uq), len(uk)), dtype=np.int64)
+                step = max(1, (1 << 22) // max(1, len(uk) * len(ch)))
+                for g0 in range(0, len(uq), step):
+                    su[g0:g0 + step] = _slots(table[phase][uq[g0:g0 + step, None, :], uk[None, :, :]],
+                                              use_match, cfg.lookahead)
+                slots = su[inv_q.ravel()][:, inv_k.ravel()]
                 b = np.maximum(slots, 1)
-                beats[g0:g0 + step] += b
+                beats += b
                 phase_beats[phase] += int(b.sum())
                 phase_slots[phase] += int(slots.sum())
+                continue
+            # the need depends on one side only: evaluate per group, broadcast
+            if kind == "row":
+                slots = _slots(table[phase][qm, 1], use_match, cfg.lookahead)[:, None]
+            else:
+                slots = _slots(table[phase][1, km], use_match, cfg.lookahead)[None, :]
+            b = np.maximum(slots, 1)
+            beats += b
+            phase_beats[phase] += int(np.broadcast_to(b, beats.shape).sum())
+            phase_slots[phase] += int(np.broadcast_to(slots, beats.shape).sum())
         # passes in loop-nest order (row group outer, column group inner), dealt round-robin
         flat = beats.ravel() + pass_gap
         idx = (n_pass + np.arange(flat.size)) % arrays
