@@ -17,6 +17,7 @@ from .detector import ReuseDetector
 from .matcher import Matcher
 from .pe import KaleidoPE
 from .scheduler import Scheduler
+from .top import DispatchedArray
 
 __all__ = ["DESIGNS", "emit", "module_name"]
 
@@ -29,7 +30,12 @@ DESIGNS = {
     "detector": ReuseDetector,
     "scheduler": Scheduler,
     "matcher": Matcher,
+    "dispatched_array": DispatchedArray,
 }
+
+#: designs `make verilog` writes (the dispatched array's dynamic channel
+#: selects make its Verilog large; it is emitted for its own tests)
+DEFAULT_EMIT = [d for d in DESIGNS if d != "dispatched_array"]
 
 
 def module_name(design: str, config: KaleidoConfig) -> str:
@@ -62,7 +68,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     cfg = KaleidoConfig.preset(args.preset, array_rows=args.rows, array_cols=args.cols,
                                accumulators=args.accumulators)
-    for design in DESIGNS:
+    for design in DEFAULT_EMIT:
         print(emit(design, cfg, args.out))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from kaleido.golden.pe import Beat, run_beats
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
-__all__ = ["Packer", "Unpacker", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
+__all__ = ["pass_word", "Packer", "Unpacker", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
 
 
 def _leaves(layout, base=0, path=()):
@@ -83,6 +83,20 @@ class BeatEncoder:
             for name in ("k", "k0", "k1"):
                 values[("cols", c, name)] = getattr(beat, name)[c]
         return self.pack(values)
+
+
+def pass_word(pack, A, q, rp, B, k, cp, count):
+    """The ``PassDispatcher``'s input bits for one golden pass (``pack`` a
+    :class:`Packer` of ``pass_layout``); operands padded to the batch."""
+    vals = {("count",): count}
+    for side, X, T, pres in (("rows", A, q, rp), ("cols", B, k, cp)):
+        for u in range(X.shape[0]):
+            vals[(side, u, "present")] = int(pres[u])
+            for c in range(X.shape[2]):
+                vals[(side, u, "x", c)] = X[u, 0, c]
+                vals[(side, u, "x1", c)] = X[u, 1, c]
+                vals[(side, u, "t", c)] = T[u, c]
+    return pack(vals)
 
 
 def encode_beat(beat: Beat, rows: int, cols: int) -> int:

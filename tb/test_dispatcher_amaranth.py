@@ -12,20 +12,8 @@ from kaleido.hdl.layouts import slot_layout
 from kaleido.model import run_model
 
 from .amaranth_sim import simulate_stream
-from .driver import Packer, Unpacker
+from .driver import Packer, Unpacker, pass_word
 from .passes import make_workload, random_pass
-
-
-def _pass_word(pack, A, q, rp, B, k, cp, count):
-    vals = {("count",): count}
-    for side, X, T, pres in (("rows", A, q, rp), ("cols", B, k, cp)):
-        for u in range(X.shape[0]):
-            vals[(side, u, "present")] = int(pres[u])
-            for c in range(X.shape[2]):
-                vals[(side, u, "x", c)] = X[u, 0, c]
-                vals[(side, u, "x1", c)] = X[u, 1, c]
-                vals[(side, u, "t", c)] = T[u, c]
-    return pack(vals)
 
 
 def _comparable(unpack, word):
@@ -64,7 +52,7 @@ def test_dispatcher_beats(source, out_stall, seed):
             B = np.concatenate([B, np.zeros(B.shape[:2] + (pad,), np.int8)], 2)
             q = np.concatenate([q, np.zeros((q.shape[0], pad), np.uint8)], 1)
             k = np.concatenate([k, np.zeros((k.shape[0], pad), np.uint8)], 1)
-        words.append(_pass_word(pack, A, q, rp, B, k, cp, n))
+        words.append(pass_word(pack, A, q, rp, B, k, cp, n))
     out, cycles = simulate_stream(PassDispatcher(cfg), words, out_stall=out_stall, seed=seed,
                              ports=("passes", "beats"))
     from .driver import BeatEncoder

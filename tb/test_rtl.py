@@ -10,7 +10,7 @@ from .runner import SIMULATORS, run_cocotb
 
 pytestmark = pytest.mark.rtl
 
-#: (design, accumulators, cocotb module, extra environment, tests in the module)
+#: (design, config overrides, cocotb module, extra environment, tests in the module)
 BENCHES = [
     ("kaleido_pe", 3, "kaleido.tb.cocotb_pe", {}, 4),
     ("kaleido_pe", 4, "kaleido.tb.cocotb_pe", {}, 4),
@@ -19,13 +19,18 @@ BENCHES = [
     ("detector", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "detector"}, 2),
     ("matcher", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "matcher"}, 2),
     ("scheduler", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "scheduler"}, 2),
+    ("dispatched_array", {"batch": 4, "split": (5, 3, 4)}, "kaleido.tb.cocotb_dispatched", {}, 1),
 ]
 
 
-@pytest.mark.parametrize("design, accumulators, module, env, n_tests", BENCHES,
-                         ids=[f"{b[0]}-acc{b[1]}" for b in BENCHES])
+def _config(overrides):
+    return KaleidoConfig(**overrides) if isinstance(overrides, dict) else KaleidoConfig(accumulators=overrides)
+
+
+@pytest.mark.parametrize("design, overrides, module, env, n_tests", BENCHES,
+                         ids=[f"{b[0]}-{_config(b[1]).tag}" for b in BENCHES])
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_cocotb(sim, design, accumulators, module, env, n_tests, seed):
-    cfg = KaleidoConfig(accumulators=accumulators)
+def test_cocotb(sim, design, overrides, module, env, n_tests, seed):
+    cfg = _config(overrides)
     result = run_cocotb(sim, design, cfg, module, extra_env={"KALEIDO_SEED": str(seed), **env})
     assert result["tests"] == n_tests and result["failed"] == 0, result
