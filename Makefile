@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup test test-fast verilog sim bench tables report clean
+.PHONY: help setup test test-fast verilog sim synth bench tables report clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
 	@echo "make sim        cocotb regression on one simulator: SIM=icarus (default) or SIM=verilator"
+	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md"
 	@echo "make bench      benchmarks and measured notes -> build/bench/*.json, *.csv (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s)"
@@ -37,6 +38,9 @@ verilog: $(STAMP)
 # -s shows cocotb's own PASS/FAIL summary table for every testbench
 sim: $(STAMP)
 	$(PY) -m pytest -s -m rtl -k "$(SIM)" tb
+
+synth: $(STAMP)
+	$(PY) -m kaleido.synth.flow
 
 bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json

@@ -1,6 +1,11 @@
-"""Baselines for comparison: a plain 8-bit MAC PE with one 32-bit
-accumulator and a dense output-stationary array built from it, with the same
-drain mechanism (a drain register per PE) and the same skew discipline."""
+"""Baselines for comparison: a plain 8-bit MAC PE with one accumulator and
+a dense output-stationary array built from it, with the same drain mechanism
+(a drain register per PE) and the same skew discipline.
+
+Fair comparison: the MAC accumulates the same depth as the Kaleido PE, one
+batch of ``BATCH`` products (``config.acc_width`` bits, 20 for BATCH 16),
+and drains it, like the Kaleido PE, into the accumulation buffer; the habit
+of a 32-bit accumulator (``MAC_WIDTH``) is available as ``width=32``."""
 
 from amaranth import Module, Signal, signed
 from amaranth.hdl import EnableInserter
@@ -21,20 +26,20 @@ class MacPE(wiring.Component):
     """Canonical int8 MAC: ``acc += a * b`` per slot; on ``last`` the tile
     (``acc`` plus this slot's product) goes to the drain register and
     ``acc`` restarts at 0. Operands forwarded east (``a``, control) and
-    south (``b``) through registers."""
+    south (``b``) through registers. ``width`` is the accumulator width."""
 
-    a_in: In(signed(8))
-    b_in: In(signed(8))
-    ctl_in: In(MAC_CTL)
-    a_out: Out(signed(8))
-    b_out: Out(signed(8))
-    ctl_out: Out(MAC_CTL)
-    tile: Out(tile_layout(MAC_WIDTH))
+    def __init__(self, width: int = MAC_WIDTH):
+        if not isinstance(width, int) or width < 16:
+            raise ValueError(f"MAC accumulator width must be an integer >= 16, not {width!r}")
+        self._width = width
+        super().__init__({"a_in": In(signed(8)), "b_in": In(signed(8)), "ctl_in": In(MAC_CTL),
+                          "a_out": Out(signed(8)), "b_out": Out(signed(8)), "ctl_out": Out(MAC_CTL),
+                          "tile": Out(tile_layout(width))})
 
     def elaborate(self, platform):
         m = Module()
-        acc = Signal(signed(MAC_WIDTH))
-        new = Signal(signed(MAC_WIDTH))
+        acc = Signal(signed(self._width))
+        new = Signal(signed(self._width))
         m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in), self.ctl_out.eq(self.ctl_in)]
         m.d.comb += new.eq(acc + (self.a_in * self.b_in) * self.ctl_in.slot)
         m.d.sync += [self.tile.valid.eq(self.ctl_in.last), acc.eq(new)]
@@ -54,7 +59,7 @@ class DenseArray(wiring.Component):
         beat = data.StructLayout({"ctl": MAC_CTL, "a": data.ArrayLayout(signed(8), R),
                                   "b": data.ArrayLayout(signed(8), C)})
         super().__init__({"slots": In(stream.Signature(beat)), "hold": In(1),
-                          "tiles": Out(tile_layout(MAC_WIDTH)).array(R, C)})
+                          "tiles": Out(tile_layout(config.acc_width)).array(R, C)})
 
     def elaborate(self, platform):
         m = Module()
@@ -72,7 +77,7 @@ class DenseArray(wiring.Component):
                 value = nxt
             return value
 
-        pes = [[MacPE() for _ in range(C)] for _ in range(R)]
+        pes = [[MacPE(self._config.acc_width) for _ in range(C)] for _ in range(R)]
         for r in range(R):
             for c in range(C):
                 pe = pes[r][c]

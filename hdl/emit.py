@@ -25,7 +25,7 @@ __all__ = ["DESIGNS", "emit", "module_name"]
 DESIGNS = {
     "kaleido_pe": KaleidoPE,
     "kaleido_array": KaleidoArray,
-    "mac_pe": lambda cfg: MacPE(),
+    "mac_pe": lambda cfg: MacPE(cfg.acc_width),
     "dense_array": DenseArray,
     "detector": ReuseDetector,
     "scheduler": Scheduler,

@@ -120,16 +120,30 @@ class KaleidoPE(wiring.Component):
         parts_a = _parts(phase, row.q0, col.k0, n_acc)
         parts_b = _parts(phase, row.q1, col.k1, n_acc)
 
+        # one shared sum p = mulA + mulB'; each register adds one of
+        # {0, mulA, mulB', p} chosen by its two enables: one adder per register
+        both = Signal(signed(18))
+        m.d.comb += both.eq(mul_a + mul_b_sh)
         regs = [Signal(signed(W), name=f"r{i}") for i in range(n_acc)]
         new = [Signal(signed(W), name=f"r{i}_next") for i in range(n_acc)]
         for i in range(n_acc):
             en_a = Signal(name=f"en_a{i}")
             en_b = Signal(name=f"en_b{i}")
+            addend = Signal(signed(18), name=f"addend{i}")
             m.d.comb += [
                 en_a.eq(ctl.slot & parts_a[i][0]),
                 en_b.eq(ctl.slot & Mux(dual, parts_b[i][0], parts_a[i][1])),
-                new[i].eq(regs[i] + Mux(en_a, mul_a, 0) + Mux(en_b, mul_b_sh, 0)),
             ]
+            with m.Switch(Cat(en_a, en_b)):
+                with m.Case(0b01):
+                    m.d.comb += addend.eq(mul_a)
+                with m.Case(0b10):
+                    m.d.comb += addend.eq(mul_b_sh)
+                with m.Case(0b11):
+                    m.d.comb += addend.eq(both)
+                with m.Default():
+                    m.d.comb += addend.eq(0)
+            m.d.comb += new[i].eq(regs[i] + addend)
 
         with m.If(ctl.last):
             m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(ctl.phase),

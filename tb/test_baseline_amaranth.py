@@ -4,7 +4,7 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from kaleido import KaleidoConfig
-from kaleido.hdl.baseline import MAC_WIDTH, DenseArray
+from kaleido.hdl.baseline import DenseArray
 
 from .driver import TileDecoder
 
@@ -16,7 +16,7 @@ def test_dense_array_tiles(seed):
     tiles_in = [(rng.integers(-128, 128, (R, n)), rng.integers(-128, 128, (C, n)))
                 for n in (1, 5, 16, 2)]
     dut = DenseArray(cfg)
-    decode = TileDecoder(MAC_WIDTH)
+    decode = TileDecoder(cfg.acc_width)
     got = {(r, c): [] for r in range(R) for c in range(C)}
 
     async def bench(ctx):

@@ -1,0 +1,208 @@
+"""Yosys / nextpnr flow for area and Fmax (spec sec. 11).
+
+``python -m kaleido.synth.flow`` (``make synth``) runs, for each design, on
+Verilog emitted from the project's own Amaranth:
+
+* generic: ``synth -flatten``, ``$scopeinfo`` cells deleted; cells and
+  flip-flop bits;
+* transistors: flip-flops mapped to plain ``$_DFF_P_`` (``dfflegalize``),
+  logic to CMOS gates (``abc -g cmos2``), ``stat -tech cmos``;
+* iCE40: ``synth_ice40``; LUT4, carry and flip-flop cells;
+* Fmax: the design wrapped with every input and output registered
+  (:class:`RegisteredIO`), ``synth_ecp5`` and ``nextpnr-ecp5 --85k
+  --out-of-context`` (no pins, so port count does not matter).
+
+All tools are the PyPI YoWASP builds, run on paths relative to the work
+directory (they cannot open absolute ``/tmp`` paths). Results go to
+``build/synth/report.json`` and ``docs/SYNTH.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from amaranth import Module
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from ..config import KaleidoConfig
+from ..hdl.emit import DESIGNS
+
+__all__ = ["RegisteredIO", "synth_design", "parse_stat_json", "parse_transistors", "parse_fmax",
+           "REPORT_DESIGNS"]
+
+#: report name -> emitted design
+REPORT_DESIGNS = {
+    "baseline_pe": "mac_pe", "kaleido_pe": "kaleido_pe",
+    "baseline_array": "dense_array", "kaleido_array": "kaleido_array",
+    "detector": "detector", "scheduler": "scheduler", "matcher": "matcher",
+}
+
+
+class RegisteredIO(wiring.Component):
+    """``inner`` with a register on every input and every output, so the
+    Fmax of the wrapped design is not set by unconstrained pins."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        super().__init__(inner.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = self._inner
+        outer = self.signature.flatten(self)
+        inner = self._inner.signature.flatten(self._inner)
+        for (_, member, o), (_, _, i) in zip(outer, inner):
+            if member.flow == In:
+                m.d.sync += i.eq(o)
+            else:
+                m.d.sync += o.eq(i)
+        return m
+
+
+def _tool(name):
+    exe = os.path.join(os.path.dirname(sys.executable), f"yowasp-{name}")
+    return exe if os.path.exists(exe) else f"yowasp-{name}"
+
+
+def _run(args, cwd, log):
+    with open(os.path.join(cwd, log), "w") as f:
+        proc = subprocess.run(args, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+    text = open(os.path.join(cwd, log)).read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(args[0])} failed (exit {proc.returncode}) in {cwd}/{log}:\n"
+                           + "\n".join(text.splitlines()[-15:]))
+    return text
+
+
+def parse_stat_json(text: str, top: str) -> dict:
+    """Cells by type from yosys ``stat -json`` output (the JSON document in
+    ``text``)."""
+    start = text.index("{")
+    data = json.loads(text[start:text.rindex("}") + 1])
+    mods = data["modules"]
+    mod = mods.get(f"\\{top}") or mods.get(top) or next(iter(mods.values()))
+    return {k: int(v) for k, v in mod["num_cells_by_type"].items()}
+
+
+def parse_transistors(text: str) -> int:
+    m = re.findall(r"Estimated number of transistors:\s+(\d+)", text)
+    if not m:
+        raise ValueError("no transistor estimate in the yosys log")
+    return int(m[-1])
+
+
+def parse_fmax(text: str) -> float:
+    """Max frequency (MHz) of the (first) clock from a nextpnr log."""
+    m = re.findall(r"Max frequency for clock\s+'[^']*':\s+([0-9.]+)\s+MHz", text)
+    if not m:
+        raise ValueError("no 'Max frequency for clock' line in the nextpnr log")
+    return float(m[-1])
+
+
+def _flip_flops(cells: dict) -> int:
+    return sum(n for t, n in cells.items() if "DFF" in t.upper() or t.startswith("$_SDFF") or t.startswith("$_DLATCH"))
+
+
+def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth",
+                 fmax: bool = True) -> dict:
+    """The whole flow for one design; returns its report entry."""
+    work = os.path.join(root, name)
+    os.makedirs(work, exist_ok=True)
+    top = design
+    with open(os.path.join(work, "design.v"), "w") as f:
+        f.write(verilog.convert(DESIGNS[design](config), name=top, emit_src=False))
+    yosys = _tool("yosys")
+    generic = _run([yosys, "-p", f"read_verilog design.v; synth -flatten -top {top}; delete t:$scopeinfo; "
+                    "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
+                    "tee -o cmos_stat.txt stat -tech cmos"], work, "generic.log")
+    del generic
+    cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
+    transistors = parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read())
+    _run([yosys, "-p", f"read_verilog design.v; synth_ice40 -top {top}; delete t:$scopeinfo; "
+          "tee -o ice40_stat.json stat -json"], work, "ice40.log")
+    ice = parse_stat_json(open(os.path.join(work, "ice40_stat.json")).read(), top)
+    entry = {
+        "cells": sum(cells.values()), "flip_flops": _flip_flops(cells), "transistors": transistors,
+        "luts": ice.get("SB_LUT4", 0), "carries": ice.get("SB_CARRY", 0),
+        "ice40_flip_flops": sum(n for t, n in ice.items() if t.startswith("SB_DFF")),
+        "fmax_mhz": None,
+    }
+    if fmax:
+        with open(os.path.join(work, "wrapped.v"), "w") as f:
+            f.write(verilog.convert(RegisteredIO(DESIGNS[design](config)), name="wrapped", emit_src=False))
+        _run([yosys, "-p", "read_verilog wrapped.v; synth_ecp5 -top wrapped -json wrapped.json"], work, "ecp5.log")
+        log = _run([_tool("nextpnr-ecp5"), "--85k", "--json", "wrapped.json", "--out-of-context",
+                    "--freq", "400", "--timing-allow-fail", "--seed", "1"], work, "nextpnr.log")
+        entry["fmax_mhz"] = parse_fmax(log)
+    return entry
+
+
+def _table(report: dict) -> list:
+    d = report["designs"]
+    lines = ["| design | cells | flip-flops | transistors | iCE40 LUT4 | iCE40 carry | Fmax ECP5 (MHz) |",
+             "|---|---|---|---|---|---|---|"]
+    for name, e in d.items():
+        fm = "-" if e.get("fmax_mhz") is None else f"{e['fmax_mhz']:.1f}"
+        lines.append(f"| {name} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['luts']:,} | "
+                     f"{e['carries']:,} | {fm} |")
+    return lines
+
+
+def ratios(report: dict) -> dict:
+    d = report["designs"]
+    out = {}
+    if "baseline_pe" in d and "kaleido_pe" in d:
+        out["pe_transistors"] = d["kaleido_pe"]["transistors"] / d["baseline_pe"]["transistors"]
+        out["pe_luts"] = d["kaleido_pe"]["luts"] / d["baseline_pe"]["luts"]
+        if d["kaleido_pe"]["fmax_mhz"] and d["baseline_pe"]["fmax_mhz"]:
+            out["pe_fmax"] = d["kaleido_pe"]["fmax_mhz"] / d["baseline_pe"]["fmax_mhz"]
+    if "baseline_array" in d and "kaleido_array" in d:
+        out["array_transistors"] = d["kaleido_array"]["transistors"] / d["baseline_array"]["transistors"]
+    if all(k in d for k in ("scheduler", "matcher", "kaleido_array")):
+        out["dispatcher_vs_8_arrays"] = (d["scheduler"]["transistors"] + d["matcher"]["transistors"]) / (
+            8 * d["kaleido_array"]["transistors"])
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Yosys/nextpnr area and Fmax of the Kaleido designs")
+    ap.add_argument("--root", default="build/synth")
+    ap.add_argument("--designs", default=",".join(REPORT_DESIGNS))
+    ap.add_argument("--no-fmax", action="store_true")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
+    args = ap.parse_args(argv)
+    cfg = KaleidoConfig()
+    names = [n for n in args.designs.split(",") if n]
+    for n in names:
+        if n not in REPORT_DESIGNS:
+            raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
+    t0 = time.time()
+    report = {"config": {"batch": cfg.batch, "acc_width": cfg.acc_width, "accumulators": cfg.accumulators,
+                         "array": [cfg.array_rows, cfg.array_cols]}, "designs": {}}
+    with futures.ProcessPoolExecutor(args.jobs) as pool:
+        jobs = {n: pool.submit(synth_design, n, REPORT_DESIGNS[n], cfg, args.root, not args.no_fmax) for n in names}
+        for n in names:
+            report["designs"][n] = jobs[n].result()
+            print(f"  [{time.time() - t0:6.1f} s] {n}: {report['designs'][n]}", flush=True)
+    report["ratios"] = ratios(report)
+    with open(os.path.join(args.root, "report.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    lines = ["<!-- generated by `make synth` (python -m kaleido.synth.flow) -->", *_table(report), "",
+             "| ratio | value |", "|---|---|", *[f"| {k} | {v:.3f} |" for k, v in report["ratios"].items()]]
+    with open(args.doc, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
