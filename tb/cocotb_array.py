@@ -15,7 +15,7 @@ from cocotb.triggers import FallingEdge
 from kaleido.tb.cocotb_util import ArrayDriver, seed, start
 from kaleido.tb.driver import expected_drains
 from kaleido.model import VARIANTS, run_model, stream_cycles
-from kaleido.tb.passes import make_workload, random_pass, split_and_place, workload_passes
+from kaleido.tb.passes import coverage_pass, make_workload, random_pass, split_and_place, workload_passes
 from kaleido.tb.runner import config_from_env
 
 CFG = config_from_env()
@@ -40,7 +40,7 @@ async def random_passes(dut):
     rng = np.random.default_rng(s)
     await start(dut)
     drv = ArrayDriver(dut, CFG)
-    beats = random_pass(rng, CFG, absent_p=1.0)[0]  # every row and column unpaired
+    beats = coverage_pass(rng, CFG) + random_pass(rng, CFG, absent_p=1.0)[0]  # every row and column unpaired
     for _ in range(40):
         beats += random_pass(rng, CFG, absent_p=0.25)[0]
     # coverage: every (q, k) tag pair, ABSENT included, meets at every PE in a slot

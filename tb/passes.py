@@ -9,7 +9,7 @@ from kaleido.golden import Phase, channel_needs, match, reuse_scores
 from kaleido.golden.pe import accumulate_tiles, iter_passes, pass_beats
 from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
 
-__all__ = ["random_pass", "workload_passes", "make_workload", "split_and_place"]
+__all__ = ["coverage_pass", "random_pass", "workload_passes", "make_workload", "split_and_place"]
 
 
 def random_pass(rng, cfg, n=None, absent_p=0.15):
@@ -27,6 +27,20 @@ def random_pass(rng, cfg, n=None, absent_p=0.15):
     look = int(rng.integers(0, 6))
     slots = [match(channel_needs(p, q, k, accumulators=cfg.accumulators), look) for p in Phase]
     return pass_beats(A, q, B, k, slots, accumulators=cfg.accumulators), (A, q, B, k, slots)
+
+
+def coverage_pass(rng, cfg):
+    """A pass whose 16 channels put every (q, k) tag pair, ABSENT included,
+    at every PE: q = c % 4 on every row, k = c // 4 on every column."""
+    R, C, n = cfg.array_rows, cfg.array_cols, 16
+    if cfg.batch < n:
+        raise ValueError(f"the coverage pass needs a batch of at least 16 channels, not {cfg.batch}")
+    A = rng.integers(-128, 128, (R, 2, n), dtype=np.int8)
+    B = rng.integers(-128, 128, (C, 2, n), dtype=np.int8)
+    q = np.tile(np.arange(n, dtype=np.uint8) % 4, (R, 1))
+    k = np.tile(np.arange(n, dtype=np.uint8) // 4, (C, 1))
+    slots = [match(channel_needs(p, q, k, accumulators=cfg.accumulators), cfg.lookahead) for p in Phase]
+    return pass_beats(A, q, B, k, slots, accumulators=cfg.accumulators)
 
 
 def make_workload(kind, grid, split, seed):
