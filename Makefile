@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup test test-fast verilog sim synth bench tables report clean
+.PHONY: help setup test test-fast verilog sim soak synth bench tables report clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
 	@echo "make sim        cocotb regression on one simulator: SIM=icarus (default) or SIM=verilator"
+	@echo "make soak       10^6 cycles of random passes with stalls through the array on Verilator (SOAK_CYCLES=...)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md"
 	@echo "make bench      benchmarks and measured notes -> build/bench/*.json, *.csv (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
@@ -38,6 +39,10 @@ verilog: $(STAMP)
 # -s shows cocotb's own PASS/FAIL summary table for every testbench
 sim: $(STAMP)
 	$(PY) -m pytest -s -m rtl -k "$(SIM)" tb
+
+SOAK_CYCLES ?= 1000000
+soak: $(STAMP)
+	KALEIDO_SOAK_CYCLES=$(SOAK_CYCLES) $(PY) -m pytest -s -m soak tb
 
 synth: $(STAMP)
 	$(PY) -m kaleido.synth.flow

@@ -13,7 +13,7 @@ import numpy as np
 from .reuse import ABSENT, Reuse
 
 __all__ = ["reuse_strings", "lfsr_step", "draw_pivots", "schedule", "Schedule", "schedule_order",
-           "LFSR_TAPS", "LFSR_WIDTH", "LFSR_SEED", "LFSR_LEAP", "CLUSTERS", "WINDOW", "hamming"]
+           "schedule_cycles", "LFSR_TAPS", "LFSR_WIDTH", "LFSR_SEED", "LFSR_LEAP", "CLUSTERS", "WINDOW", "hamming"]
 
 #: scheduler geometry (paper fig. 16)
 CLUSTERS = 4
@@ -124,6 +124,15 @@ def schedule(strings, *, seed: int = LFSR_SEED, window: int = WINDOW) -> Schedul
         best = min((hamming(s, strings[p]), j) for j, p in enumerate(pivots) if len(clusters[j]) < cap)
         clusters[best[1]].append(pos)
     return Schedule(clusters, pivots, state, draws)
+
+
+def schedule_cycles(sch: Schedule, m: int) -> int:
+    """Cycles the RTL ``Scheduler`` spends on one window of ``m`` strings with
+    always-valid input and always-ready output: ``m`` (load) + draws + ``m``
+    (assign) + one cycle per cluster up to the last non-empty one + ``m``
+    (output)."""
+    last = max(j for j, c in enumerate(sch.clusters) if c)
+    return 3 * m + sch.draws + last + 1
 
 
 def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):

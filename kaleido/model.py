@@ -16,6 +16,12 @@ slots. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 * passes are dealt to ``arrays`` arrays round-robin; the run ends with the
   slowest array.
 
+The scheduler is assumed to run ahead of the array (the paper pipelines
+it with compute): its per-window time (``golden.dispatch.schedule_cycles``,
+``3m + draws + clusters`` cycles for ``m`` strings, checked against the RTL)
+is far below the passes a window feeds (16 row groups x every column group)
+and is not added.
+
 The dense baseline is an output-stationary MAC array with the same number
 of PEs (``R x C`` token pairs per pass, one channel per cycle over the
 whole head, same drain): ``ceil(N/R) * ceil(N/C) * d + R + C - 1`` cycles.

@@ -21,7 +21,7 @@ def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0, 
     the first beat to the last tile (held cycles not counted)."""
     last_tile = [None]
     dut = KaleidoArray(config)
-    R, C, W = config.array_rows, config.array_cols, config.acc_width
+    R, C = config.array_rows, config.array_cols
     drains = {(r, c): [] for r in range(R) for c in range(C)}
     lat = {(r, c): [] for r in range(R) for c in range(C)}
     encode = BeatEncoder(R, C)

@@ -140,3 +140,30 @@ async def throughput(dut):
     with open(os.path.join(os.getcwd(), "perf.json"), "w") as f:
         json.dump(perf, f)
     dut._log.info(f"throughput: {perf['cycles_per_s']:.0f} cycles/s ({drv.cycle} cycles in {dt:.2f} s)")
+
+
+@cocotb.test(skip=os.environ.get("KALEIDO_SOAK_CYCLES") is None)
+async def soak(dut):
+    """Long random streams with random input bubbles and output holds until
+    ``KALEIDO_SOAK_CYCLES`` cycles have run; zero mismatches allowed.
+    Run by ``make soak`` (pytest -m soak)."""
+    target = int(os.environ["KALEIDO_SOAK_CYCLES"])
+    s = seed()
+    rng = np.random.default_rng(s)
+    await start(dut)
+    cycles = chunks = 0
+    t0 = time.perf_counter()
+    while cycles < target:
+        beats = []
+        for _ in range(50):
+            beats += random_pass(rng, CFG, absent_p=0.2)[0]
+        drv = ArrayDriver(dut, CFG)
+        pattern = ("none", "random", "every4")[chunks % 3]
+        await drv.run(beats, in_stall=pattern, out_stall=("random", "none", "every4")[chunks % 3], seed=s + chunks)
+        assert drv.drains == _expect(CFG, beats), f"seed {s}: soak chunk {chunks} ({pattern}) differs"
+        cycles += drv.cycle
+        chunks += 1
+        if chunks % 10 == 0:
+            dut._log.info(f"soak: {cycles:,} / {target:,} cycles, {chunks} chunks, "
+                          f"{cycles / (time.perf_counter() - t0):.0f} cycles/s, 0 mismatches")
+    dut._log.info(f"soak done: {cycles:,} cycles in {chunks} chunks, 0 mismatches (seed {s})")

@@ -6,7 +6,6 @@ prediction with ``pass_gap=1``."""
 from __future__ import annotations
 
 import cocotb
-import numpy as np
 from cocotb.triggers import FallingEdge, Timer
 
 from kaleido.golden.pe import iter_passes, pass_beats
@@ -27,13 +26,7 @@ def _passes(w, cfg):
         A, q, B, k = ps["A"], ps["q"], ps["B"], ps["k"]
         beats += pass_beats(A, q, B, k, ps["slots"], accumulators=cfg.accumulators,
                             rows_present=ps["rows_present"], cols_present=ps["cols_present"])
-        n, pad = A.shape[2], cfg.batch - A.shape[2]
-        if pad:
-            A = np.concatenate([A, np.zeros(A.shape[:2] + (pad,), np.int8)], 2)
-            B = np.concatenate([B, np.zeros(B.shape[:2] + (pad,), np.int8)], 2)
-            q = np.concatenate([q, np.zeros((q.shape[0], pad), np.uint8)], 1)
-            k = np.concatenate([k, np.zeros((k.shape[0], pad), np.uint8)], 1)
-        words.append(pass_word(pack, A, q, ps["rows_present"], B, k, ps["cols_present"], n))
+        words.append(pass_word(pack, A, q, ps["rows_present"], B, k, ps["cols_present"]))
     return words, beats
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 

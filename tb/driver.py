@@ -85,10 +85,11 @@ class BeatEncoder:
         return self.pack(values)
 
 
-def pass_word(pack, A, q, rp, B, k, cp, count):
+def pass_word(pack, A, q, rp, B, k, cp):
     """The ``PassDispatcher``'s input bits for one golden pass (``pack`` a
-    :class:`Packer` of ``pass_layout``); operands padded to the batch."""
-    vals = {("count",): count}
+    :class:`Packer` of ``pass_layout``). A short batch (``A.shape[2]`` below
+    the configured batch) sets ``count`` and leaves the rest zero."""
+    vals = {("count",): A.shape[2]}
     for side, X, T, pres in (("rows", A, q, rp), ("cols", B, k, cp)):
         for u in range(X.shape[0]):
             vals[(side, u, "present")] = int(pres[u])

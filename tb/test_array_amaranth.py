@@ -1,14 +1,10 @@
 """Fast inner loop: the Kaleido PE array in the Amaranth simulator against
 the golden beat model and reuse_scores."""
 
-import itertools
-
 import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
-from kaleido.golden import Phase, channel_needs, match
-from kaleido.golden.pe import pass_beats
 from kaleido.hdl.array import KaleidoArray
 from kaleido.hdl.pe import KaleidoPE
 

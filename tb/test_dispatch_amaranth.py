@@ -55,8 +55,21 @@ def test_scheduler(in_stall, out_stall, seed):
     assert out == exp
 
 
-@pytest.mark.parametrize("n", [1, 3, 5])
-def test_scheduler_tiny_window(n, seed):
+@pytest.mark.parametrize("n", [1, 3, 5, 64, 64 + 64 + 9])
+def test_scheduler_cycles(n, seed):
+    """Outputs exact, and the cycle count is schedule_cycles() per window."""
+    from kaleido.golden.dispatch import LFSR_SEED, schedule, schedule_cycles
+    from kaleido.hdl.scheduler import scheduler_in_layout
+    from .driver import Unpacker
     cfg = KaleidoConfig()
     ins, exp = scheduler_case(cfg, np.random.default_rng(seed), n)
-    assert simulate_stream(Scheduler(cfg), ins)[0] == exp
+    out, cycles = simulate_stream(Scheduler(cfg), ins)
+    assert out == exp
+    strings = [Unpacker(scheduler_in_layout(cfg.batch))(w)[("string",)] for w in ins]
+    expected, state = 0, LFSR_SEED
+    for w0 in range(0, n, 64):
+        window = strings[w0:w0 + 64]
+        sch = schedule(window, seed=state)
+        state = sch.state
+        expected += schedule_cycles(sch, len(window))
+    assert cycles - 300 == expected

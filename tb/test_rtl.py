@@ -14,8 +14,8 @@ pytestmark = pytest.mark.rtl
 BENCHES = [
     ("kaleido_pe", 3, "kaleido.tb.cocotb_pe", {}, 4),
     ("kaleido_pe", 4, "kaleido.tb.cocotb_pe", {}, 4),
-    ("kaleido_array", 3, "kaleido.tb.cocotb_array", {}, 5),
-    ("kaleido_array", 4, "kaleido.tb.cocotb_array", {}, 5),
+    ("kaleido_array", 3, "kaleido.tb.cocotb_array", {}, 6),   # 5 + the soak, skipped here
+    ("kaleido_array", 4, "kaleido.tb.cocotb_array", {}, 6),
     ("detector", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "detector"}, 2),
     ("matcher", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "matcher"}, 2),
     ("scheduler", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "scheduler"}, 2),
@@ -34,3 +34,15 @@ def test_cocotb(sim, design, overrides, module, env, n_tests, seed):
     cfg = _config(overrides)
     result = run_cocotb(sim, design, cfg, module, extra_env={"KALEIDO_SEED": str(seed), **env})
     assert result["tests"] == n_tests and result["failed"] == 0, result
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("sim", ["verilator"])
+def test_array_soak(sim, seed):
+    """``make soak``: 10^6 cycles (KALEIDO_SOAK_CYCLES) of random passes with
+    stalls through the array, zero mismatches."""
+    import os
+    cycles = os.environ.get("KALEIDO_SOAK_CYCLES", "1000000")
+    result = run_cocotb(sim, "kaleido_array", KaleidoConfig(), "kaleido.tb.cocotb_array",
+                        testcase="soak", extra_env={"KALEIDO_SEED": str(seed), "KALEIDO_SOAK_CYCLES": cycles})
+    assert result["tests"] == 1 and result["failed"] == 0, result

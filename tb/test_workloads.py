@@ -106,7 +106,8 @@ def test_load_missing_and_garbage(tmp_path):
     (lambda: synthetic_video(grid=(0, 2, 2)), "at least 1"),
     (lambda: synthetic_video(spread=-1), "spread must be a real number in"),
     (lambda: synthetic_video(image="nonexistent_picture"), "must name a scikit-image sample image"),
-    (lambda: Workload(np.zeros((4, 3), np.int8),) * 1, "missing"),
+    (lambda: Workload(np.zeros((4, 3)), np.zeros((4, 3), np.int8), np.zeros((4, 3), np.int8), (1, 2, 2),
+                      (1, 1, 1)), "q must have dtype int8, not float64"),
 ])
 def test_generator_rejects(call, message):
     with pytest.raises((TypeError, ValueError), match=message):

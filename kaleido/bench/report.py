@@ -276,7 +276,7 @@ def breakdown(rep, plt):
             *[f"| {x['accumulators']} | {x['phase']} | {x['beats']:,} | {x['slots']:,} | {x['fraction_of_dense_phase']:.1%} |"
               for x in rows],
             "",
-            f"* T0 is always dense: it alone is a quarter of the dense array's work, so no variant can beat 4x, and "
+            "* T0 is always dense: it alone is a quarter of the dense array's work, so no variant can beat 4x, and "
             "three accumulators add a recomputed T3 for q = k = FULL (the 2x cap of spec sec. 5).",
             f"* With three accumulators T3 costs {t3[3]:.0%} of a dense phase: some PE among 16 almost always needs "
             f"`p` or `p_hi` there; four accumulators cut it to {t3[4]:.0%}.",
