@@ -12,14 +12,10 @@ import dataclasses
 import numbers
 
 __all__ = ["KaleidoConfig", "PRESETS", "check_thresholds", "check_split",
-           "product_bound", "signed_width"]
+           "PRODUCT_BOUND", "signed_width"]
 
 #: largest magnitude of an int8 x int8 product, (-128) * (-128)
 PRODUCT_BOUND = 1 << 14
-
-
-def product_bound() -> int:
-    return PRODUCT_BOUND
 
 
 def signed_width(max_abs: int) -> int:

@@ -10,10 +10,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from kaleido.golden.pe import Beat, run_beats
+from kaleido.golden.pe import run_beats
 from kaleido.hdl.layouts import COL, CTL, ROW
 from kaleido.tb.cocotb_util import seed, start
-from kaleido.tb.driver import Packer, TileDecoder
+from kaleido.tb.driver import Packer, TileDecoder, pe_beat
 from kaleido.tb.runner import config_from_env
 
 CFG = config_from_env()
@@ -37,18 +37,12 @@ async def _stream(dut, beats):
     return out
 
 
-def _beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1):
-    a = lambda x, t: np.array([x], dtype=t)  # noqa: E731
-    return Beat(slot, kind, phase, last, a(r0, np.int8), a(r1, np.int8), a(q0, np.uint8),
-                a(q1, np.uint8), a(k & 0xFF, np.uint8), a(k0, np.uint8), a(k1, np.uint8))
-
-
 @cocotb.test()
 async def full8_exhaustive(dut):
     """Every int8 x int8 pair as a one-slot T0 phase: the tile is a * b."""
     await start(dut)
     pairs = list(itertools.product(range(-128, 128), repeat=2))
-    beats = [_beat(1, 0, 0, 1, a, a, NONE, NONE, b, NONE, NONE) for a, b in pairs]
+    beats = [pe_beat(1, 0, 0, 1, a, a, NONE, NONE, b, NONE, NONE) for a, b in pairs]
     out = await _stream(dut, beats)
     bad = [(a, b, v) for (a, b), (_, v) in zip(pairs, out) if v != a * b]
     assert len(out) == len(pairs) and not bad, f"{len(bad)} wrong products, first {bad[:4]}"
@@ -62,9 +56,9 @@ async def dual_lo_multipliers_exhaustive(dut):
     rng = np.random.default_rng(seed())
     cases = list(itertools.product(range(-128, 128), range(16)))
     # k0 PARTIAL -> enA (T1 own p_lo); k1 FULL -> enB off, and vice versa
-    beats_a = [_beat(1, 1, 1, 1, a, int(rng.integers(-128, 128)), NONE, NONE,
+    beats_a = [pe_beat(1, 1, 1, 1, a, int(rng.integers(-128, 128)), NONE, NONE,
                      (int(rng.integers(16)) << 4) | nib, PARTIAL, FULL) for a, nib in cases]
-    beats_b = [_beat(1, 1, 1, 1, int(rng.integers(-128, 128)), a, NONE, NONE,
+    beats_b = [pe_beat(1, 1, 1, 1, int(rng.integers(-128, 128)), a, NONE, NONE,
                      (nib << 4) | int(rng.integers(16)), FULL, PARTIAL) for a, nib in cases]
     out_a = await _stream(dut, beats_a)
     out_b = await _stream(dut, beats_b)
@@ -85,8 +79,8 @@ async def every_tag_combination(dut):
         if not kind:
             q1, k1 = q0, k0  # FULL8 carries one channel
         r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
-        beats.append(_beat(1, kind, phase, 0, r0, r0 if not kind else r1, q0, q1, k, k0, k1))
-        beats += [_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
+        beats.append(pe_beat(1, kind, phase, 0, r0, r0 if not kind else r1, q0, q1, k, k0, k1))
+        beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
     out = await _stream(dut, beats)
     exp = [(int(p), int(t[0, 0])) for p, t in run_beats(beats, 1, 1, accumulators=CFG.accumulators,
                                                         acc_width=CFG.acc_width)]

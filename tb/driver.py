@@ -8,7 +8,7 @@ import numpy as np
 from kaleido.golden.pe import Beat, run_beats
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
-__all__ = ["pass_word", "Packer", "Unpacker", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
+__all__ = ["pe_beat", "pass_word", "Packer", "Unpacker", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
 
 
 def _leaves(layout, base=0, path=()):
@@ -83,6 +83,14 @@ class BeatEncoder:
             for name in ("k", "k0", "k1"):
                 values[("cols", c, name)] = getattr(beat, name)[c]
         return self.pack(values)
+
+
+def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1) -> Beat:
+    """A golden :class:`Beat` for a single PE (every field an array of one)."""
+    def one(x, t):
+        return np.array([x], dtype=t)
+    return Beat(slot, kind, phase, last, one(r0, np.int8), one(r1, np.int8), one(q0, np.uint8),
+                one(q1, np.uint8), one(k & 0xFF, np.uint8), one(k0, np.uint8), one(k1, np.uint8))
 
 
 def pass_word(pack, A, q, rp, B, k, cp):

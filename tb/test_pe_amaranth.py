@@ -7,15 +7,10 @@ import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
-from kaleido.golden.pe import Beat, run_beats
+from kaleido.golden.pe import run_beats
 
 from .amaranth_sim import simulate_pe
-
-
-def _beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1):
-    a = lambda x, t: np.array([x], dtype=t)  # noqa: E731
-    return Beat(slot, kind, phase, last, a(r0, np.int8), a(r1, np.int8), a(q0, np.uint8),
-                a(q1, np.uint8), a(k & 0xFF, np.uint8), a(k0, np.uint8), a(k1, np.uint8))
+from .driver import pe_beat
 
 
 @pytest.mark.parametrize("accumulators", [3, 4])
@@ -28,9 +23,9 @@ def test_every_tag_combination(accumulators, seed):
             q1, k1 = q0, k0
         r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
         # two slots so registers hold sums, then the four drains from this phase on
-        beats.append(_beat(1, kind, phase, 0, r0, r1 if kind else r0, q0, q1, k, k0, k1))
-        beats.append(_beat(1, kind, phase, 0, r1, r0 if kind else r1, q0, q1, ~k, k0, k1))
-        beats += [_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
+        beats.append(pe_beat(1, kind, phase, 0, r0, r1 if kind else r0, q0, q1, k, k0, k1))
+        beats.append(pe_beat(1, kind, phase, 0, r1, r0 if kind else r1, q0, q1, ~k, k0, k1))
+        beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
     out = simulate_pe(cfg, beats)
     exp = [(int(p), int(t[0, 0])) for p, t in run_beats(beats, 1, 1, accumulators=accumulators,
                                                         acc_width=cfg.acc_width)]
@@ -42,5 +37,5 @@ def test_products_sampled(seed):
     rng = np.random.default_rng(seed)
     pairs = [(-128, -128), (-128, 127), (127, -128), (0, -1)] + \
         [tuple(int(x) for x in rng.integers(-128, 128, 2)) for _ in range(500)]
-    beats = [_beat(1, 0, 0, 1, a, a, 0, 0, b, 0, 0) for a, b in pairs]
+    beats = [pe_beat(1, 0, 0, 1, a, a, 0, 0, b, 0, 0) for a, b in pairs]
     assert [v for _, v in simulate_pe(KaleidoConfig(), beats)] == [a * b for a, b in pairs]

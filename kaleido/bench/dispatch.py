@@ -5,7 +5,7 @@ workloads: (1) how much the scheduler tightens groups of four reuse strings
 (mean intra-group Hamming distance, scheduled vs queue order, Q and K,
 every batch); (2) array beats (slot cycles, ``max(1, slots)`` per phase)
 with and without scheduler and matcher, i.e. the variants pe, pe-sh, pe-m,
-full of the paper.
+full of the paper, from the cycle model.
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ import numpy as np
 
 from .. import KaleidoConfig
 from ..golden.dispatch import LFSR_SEED, hamming, reuse_strings, schedule_order
-from ..golden.pe import Phase, iter_passes, units
+from ..golden.pe import units
 from ..golden.reuse import ABSENT, follower_classes, group_slices
 from ..golden.workloads import synthetic_video
-
-VARIANTS = {"pe": (False, False), "pe-sh": (True, False), "pe-m": (False, True), "full": (True, True)}
-
+from ..model import VARIANTS, run_model
 
 def _intra(strings, order, size=4):
     vals = []
@@ -52,17 +50,6 @@ def tightening(w, cfg):
     return out
 
 
-def beats(w, cfg, scheduler, matcher):
-    total = slots = passes = 0
-    for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, matcher=matcher, scheduler=scheduler):
-        passes += 1
-        for phase in Phase:
-            n = len(ps["slots"][phase])
-            slots += n
-            total += max(1, n)
-    return {"beats": total, "slots": slots, "passes": passes}
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", default="4,8,8")
@@ -76,9 +63,11 @@ def main(argv=None):
         w = synthetic_video("hunyuan", grid, motion, seed=0)
         t = tightening(w, cfg)
         b = {}
-        for name, (sch, mat) in VARIANTS.items():
+        for name in VARIANTS:
             print(f"  {motion}: {name} ...", flush=True)
-            b[name] = beats(w, cfg, sch, mat)
+            r = run_model(w.q, w.k, w.grid, w.split, cfg, variant=name)
+            b[name] = {"beats": r.beats, "slots": sum(p["slots"] for p in r.phases.values()),
+                       "passes": r.passes}
         result[motion] = {"tightening": t, "beats": b}
         rows.append({"motion": motion, "q_queue": t["q"]["queue_order"], "q_sched": t["q"]["scheduled"],
                      "k_queue": t["k"]["queue_order"], "k_sched": t["k"]["scheduled"],
