@@ -39,6 +39,13 @@ def _plot():
     return plt
 
 
+def _finish(plt, fig, ax, name, title):
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(OUT, f"{name}.png"), dpi=110)
+    plt.close(fig)
+
+
 def _bars(plt, name, groups, series, values, ylabel, title, log=False, hline=None):
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     x = np.arange(len(groups))
@@ -47,15 +54,12 @@ def _bars(plt, name, groups, series, values, ylabel, title, log=False, hline=Non
         ax.bar(x + (i - (len(series) - 1) / 2) * width, [values[g][s] for g in groups], width, label=s)
     ax.set_xticks(x, groups)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
     if log:
         ax.set_yscale("log")
     if hline is not None:
         ax.axhline(hline, color="k", lw=0.8, ls="--")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, f"{name}.png"), dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, name, title)
 
 
 class Report:
@@ -167,10 +171,7 @@ def fig21(rep, plt):
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     ax.plot([x["array"] for x in rows], [x["normalized"] for x in rows], "o-")
     ax.set_ylabel("speedup / speedup(4x4)")
-    ax.set_title(f"Fig. 21: array size at {total} PEs (full variant)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "fig21_array_size.png"), dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, "fig21_array_size", f"Fig. 21: array size at {total} PEs (full variant)")
     return ["## Fig. 21: array size at a constant PE count", "",
             f"Head {rep.grid}, slow, {total} PEs in total, full variant; speedup over a dense array of the same shape and count.", "",
             "| array | arrays | cycles | speedup | normalized to 4x4 | utilization |", "|---|---|---|---|---|---|",
@@ -203,10 +204,7 @@ def fig23(rep, plt):
     ax2.set_ylabel("PSNR (dB)")
     ax.legend(loc="upper right", fontsize=8)
     ax2.legend(loc="lower left", fontsize=8)
-    ax.set_title("Fig. 23: thresholds (F, P)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "fig23_thresholds.png"), dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, "fig23_thresholds", "Fig. 23: thresholds (F, P)")
     rep.fig23 = rows
     return ["## Fig. 23: thresholds", "",
             f"Head {rep.grid}, slow: speedup of the full variant; PSNR of the attention output (reuse on Q, K, V).", "",
