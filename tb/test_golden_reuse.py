@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from kaleido.golden import (ABSENT, Reuse, classify, effective, lead_eq, pairs, reuse_scores)
+from kaleido.golden import (ABSENT, Reuse, classify, effective, lead_eq, op_counts, pairs, reuse_scores,
+                            scores_by_passes, skip_baselines)
 from kaleido.golden.reuse import follower_classes
 
 from .strategies import heads, int8_pairs, thresholds
@@ -169,6 +170,11 @@ Q0 = np.zeros((8, 4), np.int8)
     (lambda: reuse_scores(Q0, Q0.astype(np.uint8), (2, 2, 2), (1, 2, 1)), "K must have dtype int8, not uint8"),
     (lambda: reuse_scores(Q0, Q0, (2, 2, 2), (1, 2, 1), 9, 10), "threshold P must be in 1..9, not 10"),
     (lambda: pairs((2, 2, 2), 3), "axis must be 0"),
+    (lambda: op_counts(Q0.astype(np.int16), Q0, (2, 2, 2), (1, 2, 1)), "Q must have dtype int8, not int16"),
+    (lambda: op_counts(Q0, Q0, (2, 2, 2), (1, 2, 1), 5, 6), "P <= F"),
+    (lambda: op_counts(Q0, Q0, (1, 2, 2), (1, 2, 1)), "holds 4 tokens, but the tensor has N = 8"),
+    (lambda: skip_baselines(Q0, Q0, Q0, (2, 2, 2), (2, 2, 1), scales=(1, 1, 1)), "sums to 5"),
+    (lambda: scores_by_passes(Q0, Q0[:4], (2, 2, 2), (1, 2, 1)), "Q and K must have the same shape"),
 ])
 def test_wrong_input(call, message):
     with pytest.raises((TypeError, ValueError), match=message):
