@@ -79,3 +79,12 @@ def test_wrong_arguments():
     with pytest.raises(TypeError, match="Q must have dtype int8, not int32"):
         run_model(w.q.astype(np.int32), w.k, w.grid, w.split)
 
+
+
+def test_tile_traffic_counts_every_score_once_per_batch():
+    from kaleido.bench.tiles import tile_traffic
+    w = synthetic_video("hunyuan", (2, 3, 5), "fast", seed=2)
+    cfg = KaleidoConfig()
+    t = tile_traffic(w, cfg)
+    assert t["tiles"] == w.n * w.n * len(cfg.batches)   # each (i, j) once per batch
+    assert sum(t["histogram"][1:]) <= t["beats"] + 8 and t["max_per_cycle"] <= 16
