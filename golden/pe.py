@@ -20,7 +20,7 @@ from .reuse import ABSENT, Reuse, effective, follower_classes, group_slices, pai
 
 __all__ = ["Phase", "SlotKind", "Part", "PeNeed", "Need", "tile_parts", "register_parts",
            "pe_need", "channel_needs", "match", "PEModel", "Beat", "pass_beats", "run_beats", "array_pass", "pass_operands",
-           "units", "iter_passes", "accumulate_tiles", "scores_by_passes", "REGISTER_OF"]
+           "units", "unit_tags", "iter_passes", "accumulate_tiles", "scores_by_passes", "REGISTER_OF"]
 
 
 class Phase(enum.IntEnum):
@@ -368,6 +368,13 @@ def units(grid, axis):
     return u[np.argsort(u[:, 0], kind="stable")]
 
 
+def unit_tags(u, cls, channels) -> np.ndarray:
+    """uint8 ``(U, n)``: each unit's follower class at ``channels`` (rows of
+    :func:`follower_classes` ``cls``), ABSENT for an unpaired unit."""
+    return np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, channels],
+                    ABSENT).astype(np.uint8)
+
+
 def pass_operands(Z, Zeff, cls_of, unit_rows, channels):
     """Operands ``(X (U, 2, n) int8, tags (U, n) uint8, present (U,) bool)``
     of a list of units (rows of :func:`units`, or ``(-1, -1)`` padding) for
@@ -413,7 +420,7 @@ def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, match
     state = {"row": LFSR_SEED, "col": LFSR_SEED}
 
     def scheduled(u, cls, channels, side, per_cluster):
-        tags = np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, channels], ABSENT)
+        tags = unit_tags(u, cls, channels)
         perm, state[side] = schedule_order(reuse_strings(tags, cfg.batch), window=4 * per_cluster,
                                            seed=state[side])
         return u[perm]

@@ -38,8 +38,8 @@ from .config import KaleidoConfig
 from .golden.dispatch import LFSR_SEED, reuse_strings, schedule_order
 from .golden._checks import check_qk
 from .golden.ops import op_counts
-from .golden.pe import PeNeed, Phase, pe_need, units
-from .golden.reuse import ABSENT, follower_classes, group_slices
+from .golden.pe import PeNeed, Phase, pe_need, unit_tags, units
+from .golden.reuse import follower_classes, group_slices
 
 __all__ = ["VARIANTS", "ModelResult", "run_model", "stream_cycles", "need_table"]
 
@@ -148,14 +148,13 @@ class ModelResult:
         return dataclasses.asdict(self)
 
 
-def _group_masks(tags, present, size):
-    """Per group of ``size`` units: uint8 ``(groups, n)`` class masks."""
+def _group_masks(tags, size):
+    """Per group of ``size`` units: uint8 ``(groups, n)`` class masks; the
+    padding units that complete the last group hold no class."""
     U, n = tags.shape
     G = -(-U // size)
-    pad = G * size - U
-    t = np.concatenate([tags, np.zeros((pad, n), tags.dtype)]) if pad else tags
-    p = np.concatenate([present, np.zeros(pad, bool)]) if pad else present
-    bits = np.where(p[:, None], np.left_shift(1, t.astype(np.uint8)), 0).astype(np.uint8)
+    bits = np.zeros((G * size, n), dtype=np.uint8)
+    bits[:U] = np.left_shift(1, tags.astype(np.uint8))
     return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
 
 
@@ -189,17 +188,13 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
     for bi, (sl, axis, c0, c1) in enumerate(batches):
         u = units(grid, axis)
         ch = np.arange(c0, c1)
-        present = np.ones(len(u), bool)
-
-        def tags_of(cls):
-            return np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, ch], ABSENT).astype(np.uint8)
-        tq, tk = tags_of(qcls), tags_of(kcls)
+        tq, tk = unit_tags(u, qcls, ch), unit_tags(u, kcls, ch)
         if use_sched:
             pr, state["row"] = schedule_order(reuse_strings(tq, cfg.batch), window=16 * R, seed=state["row"])
             pc, state["col"] = schedule_order(reuse_strings(tk, cfg.batch), window=16 * C, seed=state["col"])
             tq, tk = tq[pr], tk[pc]
-        qm = _group_masks(tq, present, R)        # (Gr, n)
-        km = _group_masks(tk, present, C)        # (Gc, n)
+        qm = _group_masks(tq, R)        # (Gr, n)
+        km = _group_masks(tk, C)        # (Gc, n)
         Gr, Gc = len(qm), len(km)
         beats = np.zeros((Gr, Gc), dtype=np.int64)
         for phase in Phase:

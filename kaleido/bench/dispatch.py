@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import KaleidoConfig
 from ..golden.dispatch import LFSR_SEED, hamming, reuse_strings, schedule_order
-from ..golden.pe import units
-from ..golden.reuse import ABSENT, follower_classes, group_slices
+from ..golden.pe import unit_tags, units
+from ..golden.reuse import follower_classes, group_slices
 from ..golden.workloads import synthetic_video
 from ..model import VARIANTS, run_model
 
@@ -41,7 +41,7 @@ def tightening(w, cfg):
             u = units(w.grid, axis)
             for c0 in range(sl.start, sl.stop, cfg.batch):
                 ch = np.arange(c0, min(c0 + cfg.batch, sl.stop))
-                tags = np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, ch], ABSENT)
+                tags = unit_tags(u, cls, ch)
                 strings = [int(s) for s in reuse_strings(tags, cfg.batch)]
                 order, state = schedule_order(strings, window=16 * cfg.array_rows, seed=state)
                 queue.append(_intra(strings, list(range(len(strings)))))
