@@ -21,7 +21,10 @@ def detector_in_layout(batch: int) -> data.StructLayout:
 
 
 def detector_out_layout(batch: int) -> data.StructLayout:
-    return data.StructLayout({"cls": data.ArrayLayout(2, batch),
+    """``anchor``: the anchor's values passed through (0 past ``count``),
+    so a consumer has the unit's whole operand set from one transfer."""
+    return data.StructLayout({"anchor": data.ArrayLayout(signed(8), batch),
+                              "cls": data.ArrayLayout(2, batch),
                               "row_eff": data.ArrayLayout(signed(8), batch),
                               "col_eff": data.ArrayLayout(signed(8), batch),
                               "string": batch})
@@ -62,6 +65,7 @@ class ReuseDetector(wiring.Component):
             cls = Mux(absent, ABSENT, Mux(full, FULL, Mux(part, PARTIAL, NONE)))
             col = Mux(full, a, Mux(part, Cat(b.as_unsigned()[:4], a.as_unsigned()[4:]).as_signed(), b))
             m.d.comb += [
+                res.anchor[c].eq(Mux(lane, a, 0)),
                 res.cls[c].eq(Mux(lane, cls, NONE)),
                 res.row_eff[c].eq(Mux(lane & ~absent, Mux(full, a, b), 0)),
                 res.col_eff[c].eq(Mux(lane & ~absent, col, 0)),

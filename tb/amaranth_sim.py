@@ -136,3 +136,48 @@ def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, ma
     sim.add_testbench(bench)
     sim.run()
     return out, cycles[0]
+
+
+def simulate_engine(config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0,
+                    max_cycles=2_000_000):
+    """One head through a :class:`KaleidoEngine` in the Amaranth simulator;
+    returns ``(S, compute_cycles, total_cycles)``."""
+    from kaleido.hdl.engine import KaleidoEngine
+
+    from .engine_io import decode_scores, engine_words
+
+    dut = KaleidoEngine(config, grid)
+    words = engine_words(Q, K, config)
+    values, res = [], {}
+
+    async def bench(ctx):
+        bubbles = stall_pattern(in_stall, seed)
+        holds = stall_pattern(out_stall, seed + 1)
+        i = cycle = 0
+        done = False
+        while not done and cycle < max_cycles:
+            valid = i < len(words) and not next(bubbles)
+            ready = not next(holds)
+            ctx.set(dut.qk.valid, valid)
+            if valid:
+                ctx.set(dut.qk.payload.as_value(), words[i])
+            ctx.set(dut.s.ready, ready)
+            await ctx.delay(1e-9)
+            if valid and ctx.get(dut.qk.ready):
+                i += 1
+            if ready and ctx.get(dut.s.valid):
+                values.append(ctx.get(dut.s.payload.value.as_unsigned()))
+                if ctx.get(dut.s.payload.last):
+                    done = True
+                    res["cycles"] = ctx.get(dut.cycles)
+            cycle += 1
+            await ctx.tick()
+        res["total"] = cycle
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    if "cycles" not in res:
+        raise RuntimeError(f"engine produced {len(values)} scores in {max_cycles} cycles and did not finish")
+    return decode_scores(values, dut.n_tokens, dut.s_width), res["cycles"], res["total"]

@@ -57,6 +57,7 @@ def detector_case(cfg, rng, n_pairs=200, source="random"):
         full_cls[:n] = cls
         exp = {("string",): int(reuse_strings(cls[None, :], B)[0])}
         for c in range(B):
+            exp[("anchor", c)] = a[p, c] if c < n else 0
             exp[("cls", c)] = full_cls[c]
             exp[("row_eff", c)] = row[c]
             exp[("col_eff", c)] = col[c]

@@ -1,0 +1,33 @@
+"""Host side of :class:`kaleido.hdl.engine.KaleidoEngine`: the input words
+of a head and the decoding of its score stream, shared by the Amaranth
+simulator, the cocotb testbench and the ``make sim`` demo."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["engine_words", "decode_scores"]
+
+
+def engine_words(Q, K, config) -> list[int]:
+    """``qk`` stream words: Q then K, token by token, batch by batch within
+    a token; lane ``c`` of a word is bits ``8c..8c+7`` (two's complement),
+    lanes past a short batch 0."""
+    words = []
+    for Z in (Q, K):
+        Z = np.asarray(Z, dtype=np.int8).view(np.uint8)
+        for tok in Z:
+            for c0, n in config.batches:
+                lanes = tok[c0:c0 + n].astype(object)
+                words.append(sum(int(v) << (8 * c) for c, v in enumerate(lanes)))
+    return words
+
+
+def decode_scores(values, n_tokens: int, width: int) -> np.ndarray:
+    """``S`` (int64 ``(N, N)``) from the ``value`` fields of the ``s``
+    stream (row-major, unsigned ``width``-bit patterns)."""
+    if len(values) != n_tokens * n_tokens:
+        raise ValueError(f"expected {n_tokens * n_tokens} scores, got {len(values)}")
+    v = np.array([int(x) for x in values], dtype=np.int64)
+    v = np.where(v >> (width - 1) & 1, v - (1 << width), v)
+    return v.reshape(n_tokens, n_tokens)
