@@ -14,6 +14,7 @@ from ..config import KaleidoConfig
 from .array import KaleidoArray
 from .baseline import DenseArray, MacPE
 from .detector import ReuseDetector
+from .engine import KaleidoEngine
 from .matcher import Matcher
 from .pe import KaleidoPE
 from .scheduler import Scheduler
@@ -31,26 +32,34 @@ DESIGNS = {
     "scheduler": Scheduler,
     "matcher": Matcher,
     "dispatched_array": DispatchedArray,
+    "engine": KaleidoEngine,     # also takes grid= (an elaboration parameter)
 }
 
+#: designs whose factory takes ``grid=`` as well as the configuration
+GRID_DESIGNS = {"engine"}
+
 #: designs `make verilog` writes (the dispatched array's dynamic channel
-#: selects make its Verilog large; it is emitted for its own tests)
-DEFAULT_EMIT = [d for d in DESIGNS if d != "dispatched_array"]
+#: selects make its Verilog large; it and the engine, which contains it,
+#: are emitted for their own tests and for `make sim`)
+DEFAULT_EMIT = [d for d in DESIGNS if d not in ("dispatched_array", "engine")]
 
 
 def module_name(design: str, config: KaleidoConfig) -> str:
     return design
 
 
-def emit(design: str, config: KaleidoConfig, out_dir: str = "build/verilog") -> str:
-    """Write ``design`` for ``config``; returns the file path. Files are named
-    ``<design>__<config.tag>.v`` so configurations never collide."""
+def emit(design: str, config: KaleidoConfig, out_dir: str = "build/verilog", *, grid=None) -> str:
+    """Write ``design`` for ``config`` (and ``grid`` for the engine); returns
+    the file path. Files are named ``<design>__<config.tag>.v`` so
+    configurations never collide."""
     if design not in DESIGNS:
         raise ValueError(f"unknown design {design!r}; known: {sorted(DESIGNS)}")
+    if (grid is not None) != (design in GRID_DESIGNS):
+        raise ValueError(f"design {design!r} {'needs' if design in GRID_DESIGNS else 'takes no'} grid=")
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"{design}__{config.tag}.v")
-    text = verilog.convert(DESIGNS[design](config), name=module_name(design, config),
-                           emit_src=False)
+    dut = DESIGNS[design](config, grid) if grid is not None else DESIGNS[design](config)
+    text = verilog.convert(dut, name=module_name(design, config), emit_src=False)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write(text)

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import ResetInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -184,8 +185,12 @@ class KaleidoEngine(wiring.Component):
 
         m.submodules.det_q = det_q = ReuseDetector(cfg)
         m.submodules.det_k = det_k = ReuseDetector(cfg)
-        m.submodules.sch_row = sch_row = Scheduler(cfg)
-        m.submodules.sch_col = sch_col = Scheduler(cfg)
+        # every head starts both LFSRs at the seed, as the golden loop nest
+        # does: the schedulers are reset on the head's last input word
+        head_start = Signal()
+        sch_row, sch_col = Scheduler(cfg), Scheduler(cfg)
+        m.submodules.sch_row = ResetInserter(head_start)(sch_row)
+        m.submodules.sch_col = ResetInserter(head_start)(sch_col)
         m.submodules.dispatcher = disp = PassDispatcher(cfg)
         m.submodules.array = array = KaleidoArray(cfg)
         m.d.comb += array.hold.eq(0)
@@ -206,7 +211,8 @@ class KaleidoEngine(wiring.Component):
         m.d.comb += [self.qk.ready.eq(state == LOAD),
                      qw.addr.eq(in_cnt), kw.addr.eq(in_cnt - N * NB),
                      qw.data.eq(self.qk.payload.as_value()), kw.data.eq(self.qk.payload.as_value()),
-                     qw.en.eq(take_in & (in_cnt < N * NB)), kw.en.eq(take_in & (in_cnt >= N * NB))]
+                     qw.en.eq(take_in & (in_cnt < N * NB)), kw.en.eq(take_in & (in_cnt >= N * NB)),
+                     head_start.eq(take_in & (in_cnt == 2 * N * NB - 1))]
 
         # ---- SCHED: unit walk -> detectors -> schedulers -> sorted memories -
         u = Signal(range(u_max + 1))

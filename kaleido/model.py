@@ -35,13 +35,14 @@ import math
 import numpy as np
 
 from .config import KaleidoConfig
-from .golden.dispatch import LFSR_SEED, reuse_strings, schedule_order
+from .golden.dispatch import LFSR_SEED, WINDOW, reuse_strings, schedule, schedule_cycles, schedule_order
 from .golden._checks import check_qk
 from .golden.ops import op_counts
 from .golden.pe import PeNeed, Phase, pe_need, unit_tags, units
 from .golden.reuse import follower_classes, group_slices
 
-__all__ = ["VARIANTS", "ModelResult", "run_model", "stream_cycles", "need_table"]
+__all__ = ["VARIANTS", "ModelResult", "run_model", "stream_cycles", "need_table", "EngineTiming",
+           "engine_cycles", "scheduler_cycles"]
 
 #: paper variants: (scheduler, matcher)
 VARIANTS = {"pe": (False, False), "pe-sh": (True, False), "pe-m": (False, True), "full": (True, True)}
@@ -242,3 +243,90 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
         phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
         passes=n_pass, beats=total_beats, arrays=arrays, variant=variant, quality=quality)
+
+
+# ---------------------------------------------------------------------------
+# The integrated engine (hdl/engine.py, docs/ENGINE.md)
+# ---------------------------------------------------------------------------
+
+def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list[int]:
+    """Per batch, the cycles the engine's two schedulers (row side over the
+    Q strings, column side over the K strings, fed in lockstep) take:
+    per window of 64 strings the slower side's
+    :func:`~kaleido.golden.dispatch.schedule_cycles`, each side's LFSR state
+    carried across windows and batches."""
+    grid, split = check_qk(Q, K, grid, split)
+    cfg = config or KaleidoConfig(split=tuple(split))
+    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
+    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    state = {"row": LFSR_SEED, "col": LFSR_SEED}
+    out = []
+    for sl, axis in group_slices(split):
+        u = units(grid, axis)
+        for c0 in range(sl.start, sl.stop, cfg.batch):
+            ch = np.arange(c0, min(c0 + cfg.batch, sl.stop))
+            strings = {"row": reuse_strings(unit_tags(u, qcls, ch), cfg.batch),
+                       "col": reuse_strings(unit_tags(u, kcls, ch), cfg.batch)}
+            total = 0
+            for w0 in range(0, len(u), WINDOW):
+                side_cycles = []
+                for side in ("row", "col"):
+                    win = strings[side][w0:w0 + WINDOW]
+                    sch = schedule(win, seed=state[side])
+                    state[side] = sch.state
+                    side_cycles.append(schedule_cycles(sch, len(win)))
+                total += max(side_cycles)
+            out.append(total)
+    return out
+
+
+@dataclasses.dataclass
+class EngineTiming:
+    """Cycle budget of one head on :class:`kaleido.hdl.engine.KaleidoEngine`
+    with an always-valid ``qk`` and an always-ready ``s`` stream.
+
+    ``compute`` (the engine's ``cycles`` port) = ``schedule`` + ``passes`` +
+    ``overhead``; ``total`` = ``load`` + ``compute`` + ``output``."""
+    load: int
+    schedule: int
+    passes: int
+    overhead: int
+    compute: int
+    output: int
+    total: int
+    dense_cycles: int
+    array_cycles: int
+    speedup: float
+    array_speedup: float
+    batches: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> EngineTiming:
+    """Exact cycle count of the integrated engine for one head.
+
+    Per batch: one cycle for the detectors' pipeline register, the
+    schedulers (:func:`scheduler_cycles`), one cycle to see both sorted
+    memories complete, one cycle for the dispatcher's first load, then
+    every pass's beats plus its idle beat (``run_model`` with the full
+    dispatcher and ``pass_gap=1``). After the last batch: the array's drain
+    (``R + C - 1``) and one cycle to see the last tile accumulated. Loading
+    takes one cycle per input word (``2 N n_batches``), output one per
+    score (``N^2``). ``speedup`` is the dense array's cycles over
+    ``compute``; ``array_speedup`` the array alone (scheduling hidden), as
+    :func:`run_model` reports it."""
+    grid, split = check_qk(Q, K, grid, split)
+    cfg = config or KaleidoConfig(split=tuple(split))
+    n_tok = Q.shape[0]
+    nb = len(cfg.batches)
+    res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
+    sched = sum(scheduler_cycles(Q, K, grid, split, cfg))
+    overhead = 3 * nb + cfg.array_rows + cfg.array_cols - 1 + 1
+    compute = sched + res.beats + overhead
+    load, output = 2 * n_tok * nb, n_tok * n_tok
+    return EngineTiming(load=load, schedule=sched, passes=res.beats, overhead=overhead, compute=compute,
+                        output=output, total=load + compute + output, dense_cycles=res.dense_cycles,
+                        array_cycles=res.cycles, speedup=res.dense_cycles / compute,
+                        array_speedup=res.speedup, batches=nb)

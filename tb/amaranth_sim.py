@@ -139,13 +139,16 @@ def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, ma
 
 
 def simulate_engine(config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0,
-                    max_cycles=2_000_000):
-    """One head through a :class:`KaleidoEngine` in the Amaranth simulator;
-    returns ``(S, compute_cycles, total_cycles)``."""
-    from kaleido.hdl.engine import KaleidoEngine
+                    max_cycles=2_000_000, head_grid=None):
+    """One head through a :class:`KaleidoEngine` built for ``grid`` in the
+    Amaranth simulator; returns ``(S, compute_cycles, total_cycles)``.
+    ``head_grid`` is the head's own grid (default: the engine's); a head
+    the engine cannot take is rejected before anything is built."""
+    from kaleido.hdl.engine import KaleidoEngine, check_engine_input
 
     from .engine_io import decode_scores, engine_words
 
+    check_engine_input(Q, K, grid if head_grid is None else head_grid, config.split, config, grid)
     dut = KaleidoEngine(config, grid)
     words = engine_words(Q, K, config)
     values, res = [], {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import pathlib
 import shutil
 import sys
@@ -16,7 +17,7 @@ import sys
 from kaleido.config import KaleidoConfig
 from kaleido.hdl.emit import emit
 
-__all__ = ["SIMULATORS", "run_cocotb", "verilator_env", "ROOT"]
+__all__ = ["SIMULATORS", "run_cocotb", "verilator_env", "ROOT", "config_from_env", "grid_from_env"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SIMULATORS = ("icarus", "verilator")
@@ -41,31 +42,56 @@ def verilator_env() -> dict:
     return env
 
 
+#: Yosys' Verilog backend makes every ``always @*`` block read a dummy
+#: register initialised to 0, meant to run the block once at time 0. Icarus
+#: 11 applies that initialiser before the blocks wait on it, so a block
+#: whose real inputs never change (a table indexed by a register that stays
+#: at its reset value) stays X. Toggling the register once at time 0 after
+#: every process has started (``#0``) runs every block once.
+_YOSYS_T0 = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) += 0;")
+
+
+def icarus_time0_fix(path) -> None:
+    """Patch an emitted Verilog file for Icarus (see ``_YOSYS_T0``)."""
+    text = pathlib.Path(path).read_text()
+    fixed, n = _YOSYS_T0.subn(lambda m: f"{m.group(0)}\n  initial #0 {m.group(1)} = 1;", text)
+    if n:
+        pathlib.Path(path).write_text(fixed)
+
+
 def _check_icarus():
     if shutil.which("iverilog") is None:
         raise RuntimeError("iverilog not found: run `make setup` (installs Icarus with apt-get)")
 
 
 def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *,
-               testcase=None, extra_env=None, waves=False, tag: str = "") -> dict:
+               testcase=None, extra_env=None, waves=False, tag: str = "", grid=None) -> dict:
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
-    ``test_module`` (a ``kaleido.tb`` module). Returns ``{"tests", "failed",
-    "build_dir"}``; the caller asserts on it."""
+    ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
+    elaboration parameter) reaches the testbench as ``KALEIDO_GRID`` and
+    names the build directory. ``waves`` writes ``dump.fst`` there.
+    Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it."""
     from cocotb_tools.runner import get_results, get_runner
 
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
-    build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}"
+    if grid is not None:
+        tag = f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_F{config.F}P{config.P}" \
+              f"L{config.lookahead}{tag}"
+    build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
-    src = emit(design, config, str(build_dir))
+    src = emit(design, config, str(build_dir), grid=grid)
     env = {"KALEIDO_CONFIG": json.dumps(_config_dict(config)), "PYTHONPATH": os.pathsep.join(sys.path)}
+    if grid is not None:
+        env["KALEIDO_GRID"] = json.dumps(list(grid))
     env.update(extra_env or {})
     build_args = []
     if sim == "verilator":
         os.environ.update(verilator_env())
-        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-O3"]
+        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-O3"] + (["--trace-fst"] if waves else [])
     else:
         _check_icarus()
+        icarus_time0_fix(src)
     runner = get_runner(sim)
     runner.build(sources=[src], hdl_toplevel=design, build_dir=build_dir, timescale=("1ns", "1ps"),
                  build_args=build_args, waves=waves, log_file=build_dir / "build.log")
@@ -79,6 +105,11 @@ def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *
 def _config_dict(cfg: KaleidoConfig) -> dict:
     import dataclasses
     return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+
+
+def grid_from_env() -> tuple[int, int, int]:
+    """The grid an engine testbench was built for."""
+    return tuple(json.loads(os.environ["KALEIDO_GRID"]))
 
 
 def config_from_env() -> KaleidoConfig:
