@@ -6,15 +6,17 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup test test-fast verilog sim soak synth bench tables report clean
+.PHONY: help setup test test-fast verilog sim rtl soak synth bench tables report clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses"
 	@echo "make test       run the whole default test suite (bootstraps .venv on a fresh clone)"
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
-	@echo "make sim        cocotb regression on one simulator: SIM=icarus (default) or SIM=verilator"
-	@echo "make soak       10^6 cycles of random passes with stalls through the array on Verilator (SOAK_CYCLES=...)"
+	@echo "make sim        engine demo: one synthetic head on SIM=icarus (default) or SIM=verilator, S checked"
+	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes an FST"
+	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
+	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md"
 	@echo "make bench      benchmarks and measured notes -> build/bench/*.json, *.csv (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
@@ -36,8 +38,13 @@ test-fast: $(STAMP)
 verilog: $(STAMP)
 	$(PY) -m kaleido.hdl.emit --out build/verilog
 
-# -s shows cocotb's own PASS/FAIL summary table for every testbench
+# the engine demo; DEMO_ARGS passes more options (--grid, --split, --batch, --preset, --seed)
+WAVES ?= 0
 sim: $(STAMP)
+	$(PY) -m kaleido.tb.demo --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves,) $(DEMO_ARGS)
+
+# -s shows cocotb's own PASS/FAIL summary table for every testbench
+rtl: $(STAMP)
 	$(PY) -m pytest -s -m rtl -k "$(SIM)" tb
 
 SOAK_CYCLES ?= 1000000

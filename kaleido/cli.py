@@ -76,6 +76,9 @@ def _perf_parser(sub):
     hw.add_argument("--accumulators", type=int, default=3, choices=[3, 4])
     hw.add_argument("--pass-gap", type=int, default=0,
                     help="idle beats per pass (1 models the RTL's single-buffered PassDispatcher)")
+    hw.add_argument("--engine", action="store_true",
+                    help="also the integrated engine's exact cycles (scheduling not hidden, load, output; "
+                         "docs/ENGINE.md); needs one 4x4 array")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")
     out.add_argument("--csv", metavar="PATH")
@@ -116,6 +119,14 @@ def _perf(args):
     result["config"] = {"F": cfg.F, "P": cfg.P, "batch": cfg.batch, "lookahead": cfg.lookahead,
                         "accumulators": cfg.accumulators, "array": [cfg.array_rows, cfg.array_cols],
                         "arrays": args.arrays, "pass_gap": args.pass_gap}
+    engine = None
+    if args.engine:
+        from .model import engine_cycles
+        if args.arrays != 1 or (cfg.array_rows, cfg.array_cols) != (4, 4):
+            raise ValueError(f"--engine models the engine's one 4x4 array, not {args.arrays} x "
+                             f"{cfg.array_rows}x{cfg.array_cols}")
+        engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
+        result["engine"] = engine.as_dict()
     result["model_seconds"] = time.time() - t0
     print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}"
           f"{' (synthetic)' if w.meta.get('synthetic') else ''}")
@@ -124,6 +135,10 @@ def _perf(args):
     print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  "
           f"utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
+    if engine:
+        print(f"engine: compute {engine.compute:,} (scheduling {engine.schedule:,}, passes {engine.passes:,}, "
+              f"overhead {engine.overhead})  speedup {engine.speedup:.3f}x  "
+              f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})")
     if quality:
         print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, "
               f"cosine {quality['vs_int8']['cosine']:.5f}")

@@ -28,6 +28,20 @@ def test_perf_json_csv(tmp_path, capsys):
     assert "speedup" in capsys.readouterr().out
 
 
+def test_perf_engine(tmp_path, capsys):
+    from kaleido.model import engine_cycles
+    j = tmp_path / "r.json"
+    assert main(["perf", "--grid", "2,4,4", "--engine", "--json", str(j)]) == 0
+    data = json.loads(j.read_text())
+    w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
+    assert data["engine"] == engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig()).as_dict()
+    assert "engine: compute" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["perf", "--grid", "2,4,4", "--engine", "--array-size", "8"])
+    assert e.value.code == 2
+    assert "--engine models the engine's one 4x4 array, not 1 x 8x8" in capsys.readouterr().err
+
+
 def test_perf_workload_file(tmp_path):
     w = synthetic_video("wan", (2, 2, 4), "fast", 3)
     save(tmp_path / "w.npz", w)
