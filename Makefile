@@ -14,7 +14,7 @@ help:
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
 	@echo "make sim        engine demo: one synthetic head on SIM=icarus (default) or SIM=verilator, S checked"
-	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes an FST"
+	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes a waveform (FST; VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md"

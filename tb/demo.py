@@ -37,7 +37,8 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default=None, help="d_t,d_x,d_y instead of the preset's split")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--waves", action="store_true", help="write an FST waveform into the build directory")
+    ap.add_argument("--waves", action="store_true",
+                    help="write a waveform into the build directory (FST on Icarus, VCD on Verilator)")
     args = ap.parse_args(argv)
     if args.sim not in SIMULATORS:
         raise SystemExit(f"error: --sim must be one of {SIMULATORS}, not {args.sim!r}")
@@ -60,7 +61,8 @@ def main(argv=None) -> int:
     if out.exists():
         print(out.read_text(), end="")
     if args.waves:
-        waves = sorted(pathlib.Path(res["build_dir"]).glob("*.fst"))
+        waves = sorted(pathlib.Path(res["build_dir"]).glob("*.fst")) + \
+            sorted(pathlib.Path(res["build_dir"]).glob("*.vcd"))
         print(f"  waveform: {waves[0] if waves else 'not written (see ' + res['build_dir'] + ')'}")
     if res["failed"] or res["tests"] != 1:
         print(f"demo FAILED ({res['failed']} of {res['tests']} tests), see {res['build_dir']}", file=sys.stderr)

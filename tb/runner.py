@@ -77,7 +77,8 @@ def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
     ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
     elaboration parameter) reaches the testbench as ``KALEIDO_GRID`` and
-    names the build directory. ``waves`` writes an FST waveform there.
+    names the build directory. ``waves`` writes a waveform there (FST on
+    Icarus, VCD on Verilator).
     ``cxx_opt`` (Verilator only, e.g. ``"-O0"``) replaces the optimisation
     level of the generated C++: big designs build minutes faster and run
     testbench-bound anyway. ``"auto"``: ``-O0`` for :data:`BIG_DESIGNS`
@@ -105,7 +106,9 @@ def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *
             cxx_opt = "-O0" if design in BIG_DESIGNS else None
         if cxx_opt:
             os.environ["MAKEFLAGS"] += f" OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} OPT_GLOBAL={cxx_opt}"
-        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-O3"] + (["--trace-fst"] if waves else [])
+        # waves: cocotb adds --trace (VCD); the wheel's FST writer needs lz4.h,
+        # which a fresh machine does not have
+        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-O3"]
     else:
         _check_icarus()
         icarus_time0_fix(src)
