@@ -84,6 +84,8 @@ async def heads(dut):
     await start(dut)
     cases = [("video", "none", "none"), ("random", "random", "none"), ("constant", "none", "random"),
              ("video", "random", "random"), ("random", "every4", "every4")]
+    if N > 128:  # a 256-token head streams 65,536 scores out: two heads keep the suite short
+        cases = [("video", "none", "none"), ("random", "random", "random")]
     for n, (kind, ins, outs) in enumerate(cases):
         w = make_workload(kind, GRID, CFG.split, s + n)
         S, compute, total = await run_head(dut, w.q, w.k, ins, outs, s + n)
