@@ -248,7 +248,7 @@ class KaleidoEngine(wiring.Component):
         with m.If(take_s):
             m.d.sync += u_out.eq(u_out + 1)
 
-        sorted_done = []
+        sorted_ptrs = []
         for sch, umem, smem_side, side in ((sch_row, urow, srow, "row"), (sch_col, ucol, scol, "col")):
             p = Signal(range(u_max + 1), name=f"{side}_p")
             w0 = Signal(range(u_max + WINDOW), name=f"{side}_w0")
@@ -266,7 +266,7 @@ class KaleidoEngine(wiring.Component):
                 m.d.sync += p.eq(p + 1)
                 with m.If(sch.o.payload.last):
                     m.d.sync += w0.eq(w0 + WINDOW)
-            sorted_done.append((p, w0))
+            sorted_ptrs.append((p, w0))
 
         # ---- PASSES: pass former -> dispatcher; pass tokens into a ring ------
         rg = Signal(range(g_max + 1))
@@ -275,6 +275,10 @@ class KaleidoEngine(wiring.Component):
         rr, rc = srow.read_port(domain="comb"), scol.read_port(domain="comb")
         m.d.comb += [rr.addr.eq(rg), rc.addr.eq(cg)]
         pw = disp.passes.payload
+        # passes in flight: a pass lasts at least 5 cycles (four phases of at
+        # least one beat, one idle beat) and its last tile leaves R + C - 1 = 7
+        # cycles after its last beat, so a ring entry is rewritten 4 passes
+        # (>= 15 cycles after that beat) later, long after its last tile
         RING = 4
         ring = Array(Signal(data.StructLayout({"rows": data.ArrayLayout(tok_l, R),
                                                "cols": data.ArrayLayout(tok_l, C), "first": 1}),
@@ -335,7 +339,7 @@ class KaleidoEngine(wiring.Component):
         # ---- control ---------------------------------------------------------
         def start_batch():
             return [u.eq(0), u_out.eq(0), rg.eq(0), cg.eq(0)] + \
-                   [s.eq(0) for pair in sorted_done for s in pair]
+                   [s.eq(0) for pair in sorted_ptrs for s in pair]
 
         with m.Switch(state):
             with m.Case(LOAD):
@@ -345,7 +349,7 @@ class KaleidoEngine(wiring.Component):
                         m.d.sync += [state.eq(SCHED), bi.eq(0), in_cnt.eq(0), cycles.eq(0),
                                      done_passes.eq(0)] + start_batch()
             with m.Case(SCHED):
-                (pr, _), (pc, _) = sorted_done
+                (pr, _), (pc, _) = sorted_ptrs
                 with m.If((pr == U) & (pc == U)):
                     m.d.sync += state.eq(PASSES)
             with m.Case(PASSES):
