@@ -110,7 +110,7 @@ def _tok_layout(tw: int) -> data.StructLayout:
 
 
 # engine states
-LOAD, SCHED, PASSES, FLUSH, DRAIN, OUT = range(6)
+LOAD, RUN, DRAIN, OUT = range(4)
 
 
 class KaleidoEngine(wiring.Component):
@@ -179,8 +179,10 @@ class KaleidoEngine(wiring.Component):
         unit_w = 18 * B          # x, x1, t of one unit in anchor order
         m.submodules.urow = urow = Memory(shape=unit_w, depth=u_max, init=[])
         m.submodules.ucol = ucol = Memory(shape=unit_w, depth=u_max, init=[])
-        m.submodules.srow = srow = Memory(shape=4 * LW, depth=g_max, init=[])
-        m.submodules.scol = scol = Memory(shape=4 * LW, depth=g_max, init=[])
+        # sorted memories, two banks (batch parity): batch b+1 is scheduled
+        # while batch b's passes run
+        m.submodules.srow = srow = Memory(shape=4 * LW, depth=2 * g_max, init=[])
+        m.submodules.scol = scol = Memory(shape=4 * LW, depth=2 * g_max, init=[])
         m.submodules.smem = smem = Memory(shape=signed(self.s_width), depth=N * N, init=[])
 
         m.submodules.det_q = det_q = ReuseDetector(cfg)
@@ -196,13 +198,18 @@ class KaleidoEngine(wiring.Component):
         m.d.comb += array.hold.eq(0)
         wiring.connect(m, disp.beats, array.slots)
 
-        state = Signal(range(6), init=LOAD)
-        bi = Signal(range(NB))
+        state = Signal(range(4), init=LOAD)
+        bs = Signal(range(NB))          # the batch being scheduled
+        bp = Signal(range(NB))          # the batch whose passes run
+        s_run = Signal()                # the scheduling side is busy with batch bs
+        scheduled = Signal(range(NB + 1))   # batches whose sorted memories are complete
+        issued = Signal(range(NB + 1))      # batches whose passes were all taken
         cycles = Signal(32)
         m.d.comb += [self.cycles.eq(cycles), self.busy.eq(state != LOAD)]
-        with m.If((state != LOAD) & (state != OUT)):
+        with m.If((state == RUN) | (state == DRAIN)):
             m.d.sync += cycles.eq(cycles + 1)
-        U = b_units[bi]
+        U = b_units[bs]
+        Up = b_units[bp]
 
         # ---- LOAD: Q then K into their memories ----------------------------
         in_cnt = Signal(range(2 * N * NB + 1))
@@ -218,18 +225,18 @@ class KaleidoEngine(wiring.Component):
         u = Signal(range(u_max + 1))
         u_out = Signal(range(u_max + 1))
         rom_w = unit_rom.read_port(domain="comb")
-        m.d.comb += rom_w.addr.eq(b_off[bi] + u)
+        m.d.comb += rom_w.addr.eq(b_off[bs] + u)
         wa, wf, whasf = rom_w.data[:TW], rom_w.data[TW:2 * TW], rom_w.data[2 * TW]
         reads = {}
         for name, mem in (("q", qmem), ("k", kmem)):
             ra, rf = mem.read_port(domain="comb"), mem.read_port(domain="comb")
-            m.d.comb += [ra.addr.eq(wa * NB + bi), rf.addr.eq(wf * NB + bi)]
+            m.d.comb += [ra.addr.eq(wa * NB + bs), rf.addr.eq(wf * NB + bs)]
             reads[name] = (ra.data, rf.data)
-        walk = (state == SCHED) & (u < U)
+        walk = (state == RUN) & s_run & (u < U)
         for det, name in ((det_q, "q"), (det_k, "k")):
             m.d.comb += [det.i.valid.eq(walk), det.i.payload.anchor.eq(reads[name][0]),
                          det.i.payload.follower.eq(reads[name][1]),
-                         det.i.payload.count.eq(b_count[bi]), det.i.payload.absent.eq(~whasf)]
+                         det.i.payload.count.eq(b_count[bs]), det.i.payload.absent.eq(~whasf)]
         with m.If(walk & det_q.i.ready):
             m.d.sync += u.eq(u + 1)
         both = sch_row.i.ready & sch_col.i.ready
@@ -256,11 +263,11 @@ class KaleidoEngine(wiring.Component):
             m.d.comb += [sch.o.ready.eq(1), unit.eq(w0 + sch.o.payload.index)]
             ur = umem.read_port(domain="comb")
             rom_s = unit_rom.read_port(domain="comb")
-            m.d.comb += [ur.addr.eq(unit), rom_s.addr.eq(b_off[bi] + unit)]
+            m.d.comb += [ur.addr.eq(unit), rom_s.addr.eq(b_off[bs] + unit)]
             lane = Signal(lane_l, name=f"{side}_lane")
             m.d.comb += lane.as_value().eq(Cat(ur.data, rom_s.data))
             wp = smem_side.write_port(granularity=LW)
-            m.d.comb += [wp.addr.eq(p >> 2), wp.data.eq(Cat(*[lane.as_value()] * 4))]
+            m.d.comb += [wp.addr.eq(Mux(bs[0], g_max, 0) + (p >> 2)), wp.data.eq(Cat(*[lane.as_value()] * 4))]
             with m.If(sch.o.valid):
                 m.d.comb += wp.en.eq(1 << p[:2])
                 m.d.sync += p.eq(p + 1)
@@ -271,9 +278,10 @@ class KaleidoEngine(wiring.Component):
         # ---- PASSES: pass former -> dispatcher; pass tokens into a ring ------
         rg = Signal(range(g_max + 1))
         cg = Signal(range(g_max + 1))
-        G = b_groups[bi]
+        G = b_groups[bp]
         rr, rc = srow.read_port(domain="comb"), scol.read_port(domain="comb")
-        m.d.comb += [rr.addr.eq(rg), rc.addr.eq(cg)]
+        bank = Mux(bp[0], g_max, 0)
+        m.d.comb += [rr.addr.eq(bank + rg), rc.addr.eq(bank + cg)]
         pw = disp.passes.payload
         # passes in flight: a pass lasts at least 5 cycles (four phases of at
         # least one beat, one idle beat) and its last tile leaves R + C - 1 = 7
@@ -288,7 +296,7 @@ class KaleidoEngine(wiring.Component):
         for side, word, base, ports, n_units in (("rows", rr.data, rg, pw.rows, R), ("cols", rc.data, cg, pw.cols, C)):
             for x in range(n_units):
                 ln = data.View(lane_l, word[x * LW:(x + 1) * LW])
-                present = (base * 4 + x) < U
+                present = (base * 4 + x) < Up
                 port = ports[x]
                 m.d.comb += [port.present.eq(present),
                              port.x.eq(Mux(present, ln.x.as_value(), 0)),
@@ -297,8 +305,8 @@ class KaleidoEngine(wiring.Component):
                              port.t.eq(Mux(present, ln.t.as_value(), (1 << 2 * B) - 1))]
                 tok = getattr(info, side)[x]
                 m.d.comb += [tok.a.eq(ln.a), tok.f.eq(ln.f), tok.ap.eq(present), tok.fp.eq(present & ln.hasf)]
-        m.d.comb += [pw.count.eq(b_count[bi]), info.first.eq(bi == 0),
-                     disp.passes.valid.eq(state == PASSES)]
+        m.d.comb += [pw.count.eq(b_count[bp]), info.first.eq(bp == 0),
+                     disp.passes.valid.eq((state == RUN) & (scheduled > bp) & (issued == bp))]
         take_pass = disp.passes.valid & disp.passes.ready
         last_pass = (rg + 1 == G) & (cg + 1 == G)
         with m.If(take_pass):
@@ -337,31 +345,33 @@ class KaleidoEngine(wiring.Component):
                      self.s.payload.value.eq(ro.data), self.s.payload.last.eq(o_addr == N * N - 1)]
 
         # ---- control ---------------------------------------------------------
-        def start_batch():
-            return [u.eq(0), u_out.eq(0), rg.eq(0), cg.eq(0)] + \
-                   [s.eq(0) for pair in sorted_ptrs for s in pair]
+        sched_reset = [u.eq(0), u_out.eq(0)] + [s_.eq(0) for pair in sorted_ptrs for s_ in pair]
+        (pr, _), (pc, _) = sorted_ptrs
 
         with m.Switch(state):
             with m.Case(LOAD):
                 with m.If(take_in):
                     m.d.sync += in_cnt.eq(in_cnt + 1)
                     with m.If(in_cnt == 2 * N * NB - 1):
-                        m.d.sync += [state.eq(SCHED), bi.eq(0), in_cnt.eq(0), cycles.eq(0),
-                                     done_passes.eq(0)] + start_batch()
-            with m.Case(SCHED):
-                (pr, _), (pc, _) = sorted_ptrs
-                with m.If((pr == U) & (pc == U)):
-                    m.d.sync += state.eq(PASSES)
-            with m.Case(PASSES):
+                        m.d.sync += [state.eq(RUN), bs.eq(0), bp.eq(0), s_run.eq(1), scheduled.eq(0),
+                                     issued.eq(0), rg.eq(0), cg.eq(0), in_cnt.eq(0), cycles.eq(0),
+                                     done_passes.eq(0)] + sched_reset
+            with m.Case(RUN):
+                # scheduling side: batch bs done -> the next one, once its bank
+                # is free (batch bs - 1's passes all taken)
+                with m.If(s_run & (pr == U) & (pc == U)):
+                    m.d.sync += [s_run.eq(0), scheduled.eq(scheduled + 1)] + sched_reset
+                    with m.If(bs != NB - 1):
+                        m.d.sync += bs.eq(bs + 1)
+                with m.If(~s_run & (scheduled == bs) & (scheduled != NB) & (issued + 1 >= bs)):
+                    m.d.sync += s_run.eq(1)
+                # pass side: the last pass of batch bp taken -> the next batch
                 with m.If(take_pass & last_pass):
-                    m.d.sync += state.eq(FLUSH)
-            with m.Case(FLUSH):
-                # the batch's last beat leaves the dispatcher this cycle
-                with m.If(disp.passes.ready):
-                    with m.If(bi == NB - 1):
+                    m.d.sync += [issued.eq(issued + 1), rg.eq(0), cg.eq(0)]
+                    with m.If(bp == NB - 1):
                         m.d.sync += state.eq(DRAIN)
                     with m.Else():
-                        m.d.sync += [state.eq(SCHED), bi.eq(bi + 1)] + start_batch()
+                        m.d.sync += bp.eq(bp + 1)
             with m.Case(DRAIN):
                 with m.If(done_passes == total_passes):
                     m.d.sync += [state.eq(OUT), o_addr.eq(0)]

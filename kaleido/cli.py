@@ -136,8 +136,8 @@ def _perf(args):
           f"utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
     if engine:
-        print(f"engine: compute {engine.compute:,} (scheduling {engine.schedule:,}, passes {engine.passes:,}, "
-              f"overhead {engine.overhead})  speedup {engine.speedup:.3f}x  "
+        print(f"engine: compute {engine.compute:,} (passes {engine.passes:,}, waiting for the scheduler "
+              f"{engine.sched_stall:,})  speedup {engine.speedup:.3f}x  "
               f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})")
     if quality:
         print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, "

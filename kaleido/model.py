@@ -146,6 +146,8 @@ class ModelResult:
     arrays: int
     variant: str
     quality: dict | None = None
+    #: per batch: (sum over its passes of beats + pass_gap, the last pass's beats + pass_gap)
+    batch_beats: list | None = None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -186,6 +188,7 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
     phase_beats = [0, 0, 0, 0]
     phase_slots = [0, 0, 0, 0]
     n_pass = 0
+    batch_beats = []
     batches = [(sl, axis, c0, min(c0 + cfg.batch, sl.stop)) for sl, axis in group_slices(split)
                for c0 in range(sl.start, sl.stop, cfg.batch)]
     for bi, (sl, axis, c0, c1) in enumerate(batches):
@@ -228,6 +231,7 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
             phase_slots[phase] += int(np.broadcast_to(slots, beats.shape).sum())
         # passes in loop-nest order (row group outer, column group inner), dealt round-robin
         flat = beats.ravel() + pass_gap
+        batch_beats.append((int(flat.sum()), int(flat[-1])))
         idx = (n_pass + np.arange(flat.size)) % arrays
         per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
         n_pass += flat.size
@@ -244,7 +248,8 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
         cycles=cycles, dense_cycles=dense_cycles, speedup=dense_cycles / cycles, utilization=util,
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
         phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
-        passes=n_pass, beats=total_beats, arrays=arrays, variant=variant, quality=quality)
+        passes=n_pass, beats=total_beats, arrays=arrays, variant=variant, quality=quality,
+        batch_beats=batch_beats)
 
 
 # ---------------------------------------------------------------------------
@@ -287,12 +292,15 @@ class EngineTiming:
     """Cycle budget of one head on :class:`kaleido.hdl.engine.KaleidoEngine`
     with an always-valid ``qk`` and an always-ready ``s`` stream.
 
-    ``compute`` (the engine's ``cycles`` port) = ``schedule`` + ``passes`` +
-    ``overhead``; ``total`` = ``load`` + ``compute`` + ``output``."""
+    ``compute`` is the engine's ``cycles`` port; ``total`` = ``load`` +
+    ``compute`` + ``output``. ``schedule`` and ``passes`` are the two
+    pipeline stages' busy cycles (they overlap); ``sched_stall`` counts
+    the cycles the passes waited for the scheduler (batch 0's scheduling
+    included)."""
     load: int
     schedule: int
     passes: int
-    overhead: int
+    sched_stall: int
     compute: int
     output: int
     total: int
@@ -309,26 +317,48 @@ class EngineTiming:
 def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> EngineTiming:
     """Exact cycle count of the integrated engine for one head.
 
-    Per batch: one cycle for the detectors' pipeline register, the
-    schedulers (:func:`scheduler_cycles`), one cycle to see both sorted
-    memories complete, one cycle for the dispatcher's first load, then
-    every pass's beats plus its idle beat (``run_model`` with the full
-    dispatcher and ``pass_gap=1``). After the last batch: the array's drain
-    (``R + C - 1``) and one cycle to see the last tile accumulated. Loading
-    takes one cycle per input word (``2 N n_batches``), output one per
-    score (``N^2``). ``speedup`` is the dense array's cycles over
-    ``compute``; ``array_speedup`` the array alone (scheduling hidden), as
-    :func:`run_model` reports it."""
+    Two pipelined stages share a two-bank sorted memory (docs/ENGINE.md):
+
+    * scheduling batch ``b`` takes ``W_b + 2`` cycles from its first unit
+      (``W_b``: :func:`scheduler_cycles`; one cycle for the detectors'
+      register, one to see both sorted memories complete); batch ``b + 1``
+      starts the cycle after, or two cycles after batch ``b - 1``'s last
+      pass was taken, whichever is later (its bank must be free);
+    * batch ``b``'s first pass is taken once it is scheduled and the
+      dispatcher is free; then every pass costs its beats plus one idle
+      beat (``run_model(variant="full", pass_gap=1)``), so the dispatcher
+      is free again ``sum_b`` cycles after the batch's first pass;
+    * after the last pass: the array's drain and one cycle to see the last
+      tile accumulated, 9 cycles in all.
+
+    Loading takes one cycle per input word (``2 N n_batches``), output one
+    per score (``N^2``). ``speedup`` is the dense array's cycles over
+    ``compute``; ``array_speedup`` the array alone, as :func:`run_model`
+    reports it."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     n_tok = Q.shape[0]
-    nb = len(cfg.batches)
     res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
-    sched = sum(scheduler_cycles(Q, K, grid, split, cfg))
-    overhead = 3 * nb + cfg.array_rows + cfg.array_cols - 1 + 1
-    compute = sched + res.beats + overhead
+    W = scheduler_cycles(Q, K, grid, split, cfg)
+    nb = len(W)
+    s_start, a_first, a_last = [0] * nb, [0] * nb, [0] * nb
+    sched_done = [0] * nb
+    free_at = 0          # the dispatcher takes the next pass at this cycle or later
+    stall = 0
+    for b in range(nb):
+        if b:
+            s_start[b] = sched_done[b - 1] + 1
+            if b >= 2:
+                s_start[b] = max(s_start[b], a_last[b - 2] + 2)
+        sched_done[b] = s_start[b] + W[b] + 2
+        total_b, last_b = res.batch_beats[b]
+        a_first[b] = max(sched_done[b], free_at)
+        stall += a_first[b] - free_at
+        a_last[b] = a_first[b] + total_b - last_b
+        free_at = a_first[b] + total_b
+    compute = free_at + cfg.array_rows + cfg.array_cols + 1
     load, output = 2 * n_tok * nb, n_tok * n_tok
-    return EngineTiming(load=load, schedule=sched, passes=res.beats, overhead=overhead, compute=compute,
-                        output=output, total=load + compute + output, dense_cycles=res.dense_cycles,
-                        array_cycles=res.cycles, speedup=res.dense_cycles / compute,
-                        array_speedup=res.speedup, batches=nb)
+    return EngineTiming(load=load, schedule=sum(w + 2 for w in W), passes=res.beats, sched_stall=stall,
+                        compute=compute, output=output, total=load + compute + output,
+                        dense_cycles=res.dense_cycles, array_cycles=res.cycles,
+                        speedup=res.dense_cycles / compute, array_speedup=res.speedup, batches=nb)

@@ -71,16 +71,25 @@ def test_engine_soak(seed):
     assert result["tests"] == 1 and result["failed"] == 0, result
 
 
-def test_engine_model_parts_add_up():
+def test_engine_model_pipeline():
+    """The engine model's bookkeeping: parts add up, scheduling overlaps the
+    passes (only batch 0's scheduling is exposed when passes dominate), and
+    a scheduler-bound head waits for it."""
+    from kaleido.model import scheduler_cycles
     w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
     cfg = KaleidoConfig(split=(4, 7, 5), batch=4)
     t = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
-    assert t.compute == t.schedule + t.passes + t.overhead
+    W = scheduler_cycles(w.q, w.k, w.grid, w.split, cfg)
     assert t.total == t.load + t.compute + t.output
-    assert t.load == 2 * 32 * 5 and t.output == 32 * 32 and t.batches == 5
-    assert t.overhead == 3 * 5 + 8
-    # the array alone is faster than the engine (scheduling is not overlapped)
-    assert t.array_cycles < t.compute and t.array_speedup > t.speedup
+    assert t.load == 2 * 32 * 5 and t.output == 32 * 32 and t.batches == 5 == len(W)
+    assert t.schedule == sum(W) + 2 * len(W)
+    assert t.compute == t.passes + t.sched_stall + 4 + 4 + 1
+    assert t.sched_stall == W[0] + 2          # later batches are scheduled behind the passes
+    assert t.compute < t.passes + t.schedule  # the stages overlap
+    # a head with one unit per group is scheduler-bound: the passes wait
+    w1 = make_workload("random", (1, 2, 2), (1, 1, 1), 0)
+    t1 = engine_cycles(w1.q, w1.k, w1.grid, w1.split, KaleidoConfig(split=(1, 1, 1), batch=1))
+    assert t1.sched_stall > t1.passes
 
 
 @pytest.mark.parametrize("grid, cfg, match", [
