@@ -150,6 +150,8 @@ class KaleidoEngine(wiring.Component):
         cfg = self._config
         B, R, C = cfg.batch, cfg.array_rows, cfg.array_cols
         N = self.n_tokens
+        #: (write enable, S address) of every accumulate lane, for testbench monitors
+        self.acc_ports = []
         NB = len(self.batch_table)
         TW = max(1, (N - 1).bit_length())
         lane_l = _lane_layout(B, TW)
@@ -278,6 +280,7 @@ class KaleidoEngine(wiring.Component):
         # ---- PASSES: pass former -> dispatcher; pass tokens into a ring ------
         rg = Signal(range(g_max + 1))
         cg = Signal(range(g_max + 1))
+        done_passes = Signal(range(total_passes + 1))   # T3 tiles seen at the last PE
         G = b_groups[bp]
         rr, rc = srow.read_port(domain="comb"), scol.read_port(domain="comb")
         bank = Mux(bp[0], g_max, 0)
@@ -305,19 +308,27 @@ class KaleidoEngine(wiring.Component):
                              port.t.eq(Mux(present, ln.t.as_value(), (1 << 2 * B) - 1))]
                 tok = getattr(info, side)[x]
                 m.d.comb += [tok.a.eq(ln.a), tok.f.eq(ln.f), tok.ap.eq(present), tok.fp.eq(present & ln.hasf)]
+        # A batch's first pass waits until the array has drained the previous
+        # batch: within a batch two passes never put tiles on the same S entry
+        # (consecutive passes share a row group and differ in columns, or
+        # differ in rows), but the next batch's first pass may cover the
+        # previous batch's last tokens, and their tiles could land on the
+        # same entry in the same cycle (two writes, one lost).
+        issued_passes = Signal(range(total_passes + 1))
+        first_of_batch = (rg == 0) & (cg == 0)
         m.d.comb += [pw.count.eq(b_count[bp]), info.first.eq(bp == 0),
-                     disp.passes.valid.eq((state == RUN) & (scheduled > bp) & (issued == bp))]
+                     disp.passes.valid.eq((state == RUN) & (scheduled > bp) & (issued == bp) &
+                                          (~first_of_batch | (done_passes == issued_passes)))]
         take_pass = disp.passes.valid & disp.passes.ready
         last_pass = (rg + 1 == G) & (cg + 1 == G)
         with m.If(take_pass):
-            m.d.sync += [ring[wr].eq(info), wr.eq(wr + 1)]
+            m.d.sync += [ring[wr].eq(info), wr.eq(wr + 1), issued_passes.eq(issued_passes + 1)]
             with m.If(cg + 1 == G):
                 m.d.sync += [cg.eq(0), rg.eq(rg + 1)]
             with m.Else():
                 m.d.sync += cg.eq(cg + 1)
 
         # ---- accumulate lanes: one per PE, S[i, j] (+)= tile ---------------
-        done_passes = Signal(range(total_passes + 1))
         for r in range(R):
             for c in range(C):
                 t = array.tiles[r][c]
@@ -329,9 +340,11 @@ class KaleidoEngine(wiring.Component):
                 j = Mux(ph[0], ct.f, ct.a)
                 ok = Mux(ph[1], rt.fp, rt.ap) & Mux(ph[0], ct.fp, ct.ap)
                 addr = Signal(range(N * N), name=f"acc_addr{r}_{c}")
-                m.d.comb += addr.eq(i * N + j)
+                we = Signal(name=f"acc_we{r}_{c}")
+                self.acc_ports.append((we, addr))
+                m.d.comb += [addr.eq(i * N + j), we.eq(t.valid & ok)]
                 rp, wp = smem.read_port(domain="comb"), smem.write_port()
-                m.d.comb += [rp.addr.eq(addr), wp.addr.eq(addr), wp.en.eq(t.valid & ok),
+                m.d.comb += [rp.addr.eq(addr), wp.addr.eq(addr), wp.en.eq(we),
                              wp.data.eq(Mux(ent.first, t.value, rp.data + t.value))]
                 with m.If(t.valid & (ph == 3)):
                     m.d.sync += ptr.eq(ptr + 1)
@@ -355,7 +368,7 @@ class KaleidoEngine(wiring.Component):
                     with m.If(in_cnt == 2 * N * NB - 1):
                         m.d.sync += [state.eq(RUN), bs.eq(0), bp.eq(0), s_run.eq(1), scheduled.eq(0),
                                      issued.eq(0), rg.eq(0), cg.eq(0), in_cnt.eq(0), cycles.eq(0),
-                                     done_passes.eq(0)] + sched_reset
+                                     done_passes.eq(0), issued_passes.eq(0)] + sched_reset
             with m.Case(RUN):
                 # scheduling side: batch bs done -> the next one, once its bank
                 # is free (batch bs - 1's passes all taken)

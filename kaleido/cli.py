@@ -137,7 +137,7 @@ def _perf(args):
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
     if engine:
         print(f"engine: compute {engine.compute:,} (passes {engine.passes:,}, waiting for the scheduler "
-              f"{engine.sched_stall:,})  speedup {engine.speedup:.3f}x  "
+              f"{engine.stall:,})  speedup {engine.speedup:.3f}x  "
               f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})")
     if quality:
         print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, "

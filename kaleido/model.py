@@ -294,13 +294,14 @@ class EngineTiming:
 
     ``compute`` is the engine's ``cycles`` port; ``total`` = ``load`` +
     ``compute`` + ``output``. ``schedule`` and ``passes`` are the two
-    pipeline stages' busy cycles (they overlap); ``sched_stall`` counts
-    the cycles the passes waited for the scheduler (batch 0's scheduling
-    included)."""
+    pipeline stages' busy cycles (they overlap); ``stall`` counts
+    the cycles the dispatcher waited with nothing to take: for the
+    scheduler (batch 0's scheduling included) or for the array to drain at
+    a batch boundary."""
     load: int
     schedule: int
     passes: int
-    sched_stall: int
+    stall: int
     compute: int
     output: int
     total: int
@@ -324,8 +325,11 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
       register, one to see both sorted memories complete); batch ``b + 1``
       starts the cycle after, or two cycles after batch ``b - 1``'s last
       pass was taken, whichever is later (its bank must be free);
-    * batch ``b``'s first pass is taken once it is scheduled and the
-      dispatcher is free; then every pass costs its beats plus one idle
+    * batch ``b``'s first pass is taken once it is scheduled, the
+      dispatcher is free and (from batch 1 on) the array has drained the
+      previous batch (``R + C`` cycles after its last beat: the last tile
+      and one cycle to see it), so no two tiles of one ``S`` entry meet in a
+      cycle; then every pass costs its beats plus one idle
       beat (``run_model(variant="full", pass_gap=1)``), so the dispatcher
       is free again ``sum_b`` cycles after the batch's first pass;
     * after the last pass: the array's drain and one cycle to see the last
@@ -352,13 +356,15 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
                 s_start[b] = max(s_start[b], a_last[b - 2] + 2)
         sched_done[b] = s_start[b] + W[b] + 2
         total_b, last_b = res.batch_beats[b]
-        a_first[b] = max(sched_done[b], free_at)
+        # a batch's first pass also waits for the array to drain the previous batch
+        ready = free_at + (cfg.array_rows + cfg.array_cols if b else 0)
+        a_first[b] = max(sched_done[b], ready)
         stall += a_first[b] - free_at
         a_last[b] = a_first[b] + total_b - last_b
         free_at = a_first[b] + total_b
     compute = free_at + cfg.array_rows + cfg.array_cols + 1
     load, output = 2 * n_tok * nb, n_tok * n_tok
-    return EngineTiming(load=load, schedule=sum(w + 2 for w in W), passes=res.beats, sched_stall=stall,
+    return EngineTiming(load=load, schedule=sum(w + 2 for w in W), passes=res.beats, stall=stall,
                         compute=compute, output=output, total=load + compute + output,
                         dense_cycles=res.dense_cycles, array_cycles=res.cycles,
                         speedup=res.dense_cycles / compute, array_speedup=res.speedup, batches=nb)

@@ -173,6 +173,11 @@ def simulate_engine(config, grid, Q, K, *, in_stall="none", out_stall="none", se
                 if ctx.get(dut.s.payload.last):
                     done = True
                     res["cycles"] = ctx.get(dut.cycles)
+            # monitor: the accumulate lanes never write one S entry twice in a cycle
+            hits = [ctx.get(a) for we, a in dut.acc_ports if ctx.get(we)]
+            if len(hits) != len(set(hits)):
+                raise AssertionError(f"cycle {cycle}: two accumulate lanes write S entries {sorted(hits)} "
+                                     "in the same cycle (one update would be lost)")
             cycle += 1
             await ctx.tick()
         res["total"] = cycle
