@@ -136,7 +136,7 @@ def _perf(args):
           f"utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
     if engine:
-        print(f"engine: compute {engine.compute:,} (passes {engine.passes:,}, waiting for the scheduler "
+        print(f"engine: compute {engine.compute:,} (passes {engine.passes:,}, dispatcher idle "
               f"{engine.stall:,})  speedup {engine.speedup:.3f}x  "
               f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})")
     if quality:

@@ -110,8 +110,8 @@ async def demo(dut):
         f"Kaleido engine demo: synthetic video head, grid {GRID} ({N} tokens), split {CFG.split}, "
         f"batch {CFG.batch}, F={CFG.F} P={CFG.P}, L={CFG.lookahead}, {CFG.accumulators} accumulators, seed {s}",
         f"  S ({N}x{N}) == reuse_scores: bit-exact ({N * N} scores)",
-        f"  engine compute cycles : {compute:>9,d}  (model {t.compute:,d}: passes {t.passes:,d}, waiting for "
-        f"the scheduler {t.stall:,d}; scheduling {t.schedule:,d}, overlapped)",
+        f"  engine compute cycles : {compute:>9,d}  (model {t.compute:,d}: passes {t.passes:,d} + dispatcher "
+        f"idle {t.stall:,d} + drain {CFG.array_rows + CFG.array_cols + 1}; scheduling {t.schedule:,d}, overlapped)",
         f"  dense 4x4 array cycles: {t.dense_cycles:>9,d}",
         f"  speedup over dense    : {t.speedup:9.3f}x  (array alone, scheduling hidden: {t.array_speedup:.3f}x)",
         f"  whole head incl. I/O  : {total:>9,d}  (load {t.load:,d} + compute + output {t.output:,d}); "
