@@ -21,8 +21,10 @@ it with compute): its per-window time (``golden.dispatch.schedule_cycles``,
 ``3m + draws + clusters`` cycles for ``m`` strings, checked against the RTL)
 is far below the passes a window feeds (16 row groups x every column group)
 and is not added. :func:`engine_cycles` is the integrated engine's exact
-count, which does add it (the engine does not overlap scheduling with
-passes; docs/ENGINE.md).
+count, which adds what the engine does not hide (it pipelines scheduling
+with the passes, but batch 0's scheduling, the drain at each batch
+boundary and a batch scheduled slower than the previous one's passes
+show; docs/ENGINE.md).
 
 The dense baseline is an output-stationary MAC array with the same number
 of PEs (``R x C`` token pairs per pass, one channel per cycle over the
