@@ -4,9 +4,12 @@ the reuse attention scores ``S`` out.
 Data path (docs/ENGINE.md)::
 
     qk stream -> Q / K memories
-      per batch:  unit walk -> 2 x ReuseDetector -> 2 x Scheduler
-                  -> sorted unit memories (pass order, 4 units per word)
-                  -> pass former -> PassDispatcher (matcher) -> KaleidoArray
+      scheduling stage, batch bs:
+                  unit walk -> 2 x ReuseDetector -> 2 x Scheduler
+                  -> sorted unit memories, bank bs % 2 (pass order, 4 units per word)
+      pass stage, batch bp (the previous batch, or bs once scheduled):
+                  sorted memories, bank bp % 2 -> pass former
+                  -> PassDispatcher (matcher) -> KaleidoArray
                   -> 16 accumulate lanes -> S memory
     S memory -> s stream (row-major)
 
