@@ -28,12 +28,16 @@ N = GRID[0] * GRID[1] * GRID[2]
 SW = CFG.buffer_width()
 
 
-async def run_head(dut, Q, K, in_stall="none", out_stall="none", s=0):
-    """Drive one head; returns ``(S, compute_cycles, total_cycles)``."""
-    check_engine_input(Q, K, GRID, CFG.split, CFG, GRID)
+async def run_head(dut, w, in_stall="none", out_stall="none", s=0):
+    """Drive workload ``w``'s head; returns ``(S, compute_cycles,
+    total_cycles, timing)`` with ``timing`` the model's
+    :func:`engine_cycles`."""
+    Q, K = w.q, w.k
+    check_engine_input(Q, K, w.grid, w.split, CFG, GRID)
     words = engine_words(Q, K, CFG)
+    timing = engine_cycles(Q, K, w.grid, w.split, CFG)
     # a hung engine fails fast: no stall pattern here stalls more than 30 %
-    limit = 3 * engine_cycles(Q, K, GRID, CFG.split, CFG).total + 1000
+    limit = 3 * timing.total + 1000
     bubbles, holds = stall_pattern(in_stall, s), stall_pattern(out_stall, s + 1)
     values, i, cycle = [], 0, 0
     while True:
@@ -60,19 +64,17 @@ async def run_head(dut, Q, K, in_stall="none", out_stall="none", s=0):
                                  f"({i} of {len(words)} words in, {len(values)} scores out)")
     dut.qk__valid.value = 0
     dut.s__ready.value = 0
-    return decode_scores(values, N, SW), compute, cycle
+    return decode_scores(values, N, SW), compute, cycle, timing
 
 
-def _check(S, compute, total, w, stalled, label):
+def _check(S, compute, total, timing, w, stalled, label):
     ref = reuse_scores(w.q, w.k, w.grid, w.split, CFG.F, CFG.P)
     bad = np.argwhere(S != ref)
     assert not len(bad), f"{label}: {len(bad)} scores differ, first at {tuple(bad[0])}: " \
                          f"RTL {S[tuple(bad[0])]}, golden {ref[tuple(bad[0])]}"
-    timing = engine_cycles(w.q, w.k, w.grid, w.split, CFG)
     assert compute == timing.compute, f"{label}: RTL {compute} compute cycles, model {timing.compute}"
     if not stalled:
         assert total == timing.total, f"{label}: RTL {total} cycles in all, model {timing.total}"
-    return timing
 
 
 @cocotb.test()
@@ -88,8 +90,8 @@ async def heads(dut):
         cases = [("video", "none", "none"), ("random", "random", "random")]
     for n, (kind, ins, outs) in enumerate(cases):
         w = make_workload(kind, GRID, CFG.split, s + n)
-        S, compute, total = await run_head(dut, w.q, w.k, ins, outs, s + n)
-        t = _check(S, compute, total, w, ins != "none" or outs != "none",
+        S, compute, total, t = await run_head(dut, w, ins, outs, s + n)
+        _check(S, compute, total, t, w, ins != "none" or outs != "none",
                    f"seed {s} {kind} in={ins} out={outs}")
         dut._log.info(f"{kind:8s} in={ins:6s} out={outs:6s}: compute {compute} (model {t.compute}), "
                       f"total {total}")
@@ -103,9 +105,9 @@ async def demo(dut):
     await start(dut)
     w = make_workload("video", GRID, CFG.split, s)
     t0 = time.time()
-    S, compute, total = await run_head(dut, w.q, w.k, "none", "none", s)
+    S, compute, total, t = await run_head(dut, w, "none", "none", s)
     wall = time.time() - t0
-    t = _check(S, compute, total, w, False, f"demo seed {s}")
+    _check(S, compute, total, t, w, False, f"demo seed {s}")
     lines = [
         f"Kaleido engine demo: synthetic video head, grid {GRID} ({N} tokens), split {CFG.split}, "
         f"batch {CFG.batch}, F={CFG.F} P={CFG.P}, L={CFG.lookahead}, {CFG.accumulators} accumulators, seed {s}",
@@ -138,8 +140,8 @@ async def soak(dut):
     while cycles < target:
         kind = kinds[heads_run % 3]
         w = make_workload(kind, GRID, CFG.split, s + heads_run)
-        S, compute, total = await run_head(dut, w.q, w.k, "random", "random", s + heads_run)
-        _check(S, compute, total, w, True, f"soak seed {s} head {heads_run} ({kind})")
+        S, compute, total, t = await run_head(dut, w, "random", "random", s + heads_run)
+        _check(S, compute, total, t, w, True, f"soak seed {s} head {heads_run} ({kind})")
         cycles += total
         heads_run += 1
         if heads_run % 10 == 0:
