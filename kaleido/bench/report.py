@@ -20,11 +20,10 @@ from ..golden import op_counts, reuse_attention, skip_baselines
 from ..golden.workloads import synthetic_video
 from ..model import VARIANTS, run_model
 
-OUT = "docs/report"
 
 
-def _save(name, rows):
-    path = os.path.join(OUT, f"{name}.csv")
+def _save(out, name, rows):
+    path = os.path.join(out, f"{name}.csv")
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -39,14 +38,14 @@ def _plot():
     return plt
 
 
-def _finish(plt, fig, ax, name, title):
+def _finish(plt, out, fig, ax, name, title):
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, f"{name}.png"), dpi=110)
+    fig.savefig(os.path.join(out, f"{name}.png"), dpi=110)
     plt.close(fig)
 
 
-def _bars(plt, name, groups, series, values, ylabel, title, log=False, hline=None):
+def _bars(plt, out, name, groups, series, values, ylabel, title, log=False, hline=None):
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     x = np.arange(len(groups))
     width = 0.8 / len(series)
@@ -59,12 +58,12 @@ def _bars(plt, name, groups, series, values, ylabel, title, log=False, hline=Non
     if hline is not None:
         ax.axhline(hline, color="k", lw=0.8, ls="--")
     ax.legend(fontsize=8)
-    _finish(plt, fig, ax, name, title)
+    _finish(plt, out, fig, ax, name, title)
 
 
 class Report:
-    def __init__(self, grid, small_grid, seed, log):
-        self.grid, self.small, self.seed, self.log = grid, small_grid, seed, log
+    def __init__(self, grid, small_grid, seed, log, out="docs/report"):
+        self.grid, self.small, self.seed, self.log, self.out = grid, small_grid, seed, log, out
         self.cache = {}
         self.lines = []
 
@@ -87,8 +86,8 @@ def fig9(rep, plt):
         out = skip_baselines(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales)
         vals[motion] = {k: out[k]["mse"] for k in ("reuse", "skip_reused", "skip_lowest")}
         rows.append({"motion": motion, "saved_ratio": out["saved_ratio"], **{f"mse_{k}": v for k, v in vals[motion].items()}})
-    _save("fig9_skip_baselines", rows)
-    _bars(plt, "fig9_skip_baselines", ["slow", "fast"], ["reuse", "skip_reused", "skip_lowest"], vals,
+    _save(rep.out, "fig9_skip_baselines", rows)
+    _bars(plt, rep.out, "fig9_skip_baselines", ["slow", "fast"], ["reuse", "skip_reused", "skip_lowest"], vals,
           "attention-output MSE vs int8", f"Fig. 9: equal saved ops ({rows[0]['saved_ratio']:.0%} slow)", log=True)
     r = rows
     return ["## Fig. 9: reuse vs skipping at an equal saved-op ratio",
@@ -113,8 +112,8 @@ def fig18c(rep, plt):
         c = op_counts(w.q, w.k, w.grid, w.split, 5, 3)
         vals[motion] = {k: c[k] / c["dense"] for k in ("dense", "hw3", "hw4", "oracle")}
         rows.append({"motion": motion, **c})
-    _save("fig18c_ops", rows)
-    _bars(plt, "fig18c_ops", ["slow", "fast"], ["dense", "hw3", "hw4", "oracle"], vals,
+    _save(rep.out, "fig18c_ops", rows)
+    _bars(plt, rep.out, "fig18c_ops", ["slow", "fast"], ["dense", "hw3", "hw4", "oracle"], vals,
           "nibble multiplies / dense", "Fig. 18c: op counts of Q K^T")
     return ["## Fig. 18c: dense, oracle and hardware op counts",
             "", f"Head {rep.grid}, (F,P) = (5,3), nibble multiplies of `Q K^T` (dense = 8 per pair group and channel).", "",
@@ -136,10 +135,10 @@ def fig19(rep, plt):
             utils[motion][v] = r.utilization
             rows.append({"motion": motion, "variant": v, "cycles": r.cycles, "dense_cycles": r.dense_cycles,
                          "speedup": r.speedup, "utilization": r.utilization})
-    _save("fig19_variants", rows)
-    _bars(plt, "fig19_variants", ["slow", "fast"], list(VARIANTS), vals, "speedup over dense",
+    _save(rep.out, "fig19_variants", rows)
+    _bars(plt, rep.out, "fig19_variants", ["slow", "fast"], list(VARIANTS), vals, "speedup over dense",
           "Fig. 19: variants (3 accumulators, (5,3))", hline=1.0)
-    _bars(plt, "fig19_utilization", ["slow", "fast"], list(VARIANTS), utils, "PE utilization",
+    _bars(plt, rep.out, "fig19_utilization", ["slow", "fast"], list(VARIANTS), utils, "PE utilization",
           "Fig. 19: PE utilization")
     lines = ["## Fig. 19: the four variants", "", f"Head {rep.grid}, one 4x4 array, (F,P) = (5,3), 3 accumulators.", "",
              "| motion | variant | cycles | dense cycles | speedup | utilization |", "|---|---|---|---|---|---|"]
@@ -167,12 +166,12 @@ def fig21(rep, plt):
     base = next(x for x in rows if x["array"] == "4x4")["speedup"]
     for x in rows:
         x["normalized"] = x["speedup"] / base
-    _save("fig21_array_size", rows)
+    _save(rep.out, "fig21_array_size", rows)
     rep.fig21 = rows
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     ax.plot([x["array"] for x in rows], [x["normalized"] for x in rows], "o-")
     ax.set_ylabel("speedup / speedup(4x4)")
-    _finish(plt, fig, ax, "fig21_array_size", f"Fig. 21: array size at {total} PEs (full variant)")
+    _finish(plt, rep.out, fig, ax, "fig21_array_size", f"Fig. 21: array size at {total} PEs (full variant)")
     return ["## Fig. 21: array size at a constant PE count", "",
             f"Head {rep.grid}, slow, {total} PEs in total, full variant; speedup over a dense array of the same shape and count.", "",
             "| array | arrays | cycles | speedup | normalized to 4x4 | utilization |", "|---|---|---|---|---|---|",
@@ -193,7 +192,7 @@ def fig23(rep, plt):
                      "utilization": r3.utilization, "psnr_vs_int8": q.metrics["vs_int8"]["psnr"],
                      "psnr_vs_float": q.metrics["vs_float"]["psnr"]})
         rep.log(f"fig23 ({F},{P})")
-    _save("fig23_thresholds", rows)
+    _save(rep.out, "fig23_thresholds", rows)
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     labels = [f"({x['F']},{x['P']})" for x in rows]
     ax.plot(labels, [x["speedup_3acc"] for x in rows], "o-", label="speedup, 3 acc.")
@@ -204,7 +203,7 @@ def fig23(rep, plt):
     ax2.set_ylabel("PSNR (dB)")
     ax.legend(loc="upper right", fontsize=8)
     ax2.legend(loc="lower left", fontsize=8)
-    _finish(plt, fig, ax, "fig23_thresholds", "Fig. 23: thresholds (F, P)")
+    _finish(plt, rep.out, fig, ax, "fig23_thresholds", "Fig. 23: thresholds (F, P)")
     rep.fig23 = rows
     return ["## Fig. 23: thresholds", "",
             f"Head {rep.grid}, slow: speedup of the full variant; PSNR of the attention output (reuse on Q, K, V).", "",
@@ -224,9 +223,9 @@ def fig24(rep, plt):
             label = "default" if spread is None else f"spread {spread}"
             vals.setdefault(label, {})[motion] = r.speedup
             rows.append({"motion": motion, "spread": label, "speedup": r.speedup, "utilization": r.utilization})
-    _save("fig24_motion", rows)
+    _save(rep.out, "fig24_motion", rows)
     rep.fig24 = rows
-    _bars(plt, "fig24_motion", list(vals), ["slow", "fast"], vals, "speedup over dense",
+    _bars(plt, rep.out, "fig24_motion", list(vals), ["slow", "fast"], vals, "speedup over dense",
           "Fig. 24: slow vs fast motion (full, (5,3))", hline=1.0)
     return ["## Fig. 24: slow vs fast motion", "", f"Head {rep.grid}, full variant, (5,3), three channel spreads.", "",
             "| motion | channel spread | speedup | utilization |", "|---|---|---|---|",
@@ -243,8 +242,8 @@ def accumulators(rep, plt):
             vals.setdefault(f"{acc} acc.", {})[motion] = r.speedup
             rows.append({"motion": motion, "accumulators": acc, "speedup": r.speedup, "utilization": r.utilization,
                          "op_reduction": 1 - r.ops["hw"] / r.ops["dense"]})
-    _save("accumulators", rows)
-    _bars(plt, "accumulators", ["3 acc.", "4 acc."], ["slow", "fast"], vals, "speedup over dense",
+    _save(rep.out, "accumulators", rows)
+    _bars(plt, rep.out, "accumulators", ["3 acc.", "4 acc."], ["slow", "fast"], vals, "speedup over dense",
           "3 vs 4 accumulators (full, (5,3))", hline=1.0)
     return ["## Three vs four accumulators", "", f"Head {rep.grid}, full variant, (5,3).", "",
             "| motion | accumulators | speedup | utilization | hw op reduction |", "|---|---|---|---|---|",
@@ -263,7 +262,7 @@ def breakdown(rep, plt):
         for ph, v in r.phases.items():
             rows.append({"accumulators": acc, "phase": ph, "beats": v["beats"], "slots": v["slots"],
                          "fraction_of_dense_phase": v["beats"] / dense_beats})
-    _save("phase_breakdown", rows)
+    _save(rep.out, "phase_breakdown", rows)
     from ..golden.reuse import follower_classes
     cls = follower_classes(w.k, w.grid, w.split)
     full = float((cls[cls != 3] == 2).mean())
@@ -317,12 +316,14 @@ def main(argv=None):
     ap.add_argument("--grid", default="8,16,16")
     ap.add_argument("--small-grid", default="4,8,8", help="head for the fig. 9 baselines (N^2 d products)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="docs", help="folder for REPORT.md; plots and CSVs go to OUT/report/")
     args = ap.parse_args(argv)
-    os.makedirs(OUT, exist_ok=True)
+    os.makedirs(os.path.join(args.out, "report"), exist_ok=True)
     grid = tuple(int(x) for x in args.grid.split(","))
     small = tuple(int(x) for x in args.small_grid.split(","))
     t0 = time.time()
-    rep = Report(grid, small, args.seed, lambda msg: print(f"  [{time.time() - t0:6.1f} s] {msg}", flush=True))
+    rep = Report(grid, small, args.seed, lambda msg: print(f"  [{time.time() - t0:6.1f} s] {msg}", flush=True),
+                 os.path.join(args.out, "report"))
     plt = _plot()
     body = []
     for step in (fig9, fig18c, fig19, fig21, fig23, fig24, accumulators, breakdown):
@@ -342,9 +343,10 @@ def main(argv=None):
         head += [f"Scale (`make bench`): a HunyuanVideo-sized head of {b['n']:,} tokens (grid {tuple(b['grid'])}, "
                  f"d = {b['d']}) runs through the exact model in {b['model_s']:.1f} s (goal 60 s): "
                  f"{b['speedup']:.3f}x over dense, {b['utilization']:.1%} utilization ({b['variant']} variant).", ""]
-    with open("docs/REPORT.md", "w") as f:
+    path = os.path.join(args.out, "REPORT.md")
+    with open(path, "w") as f:
         f.write("\n".join(head + body))
-    rep.log("wrote docs/REPORT.md")
+    rep.log(f"wrote {path}")
 
 
 if __name__ == "__main__":
