@@ -8,12 +8,23 @@ import numbers
 
 import numpy as np
 
-from ._checks import as_int8, check_grid, check_qk, check_split, check_thresholds
-from .reuse import ABSENT, Reuse, effective, exact_matmul, follower_classes, group_slices
-from .ops import _t1, _t2, _t3
+from ..checks import as_int8, check_grid, check_qk, check_split, check_thresholds
+from ..encoding import ABSENT, Reuse
+from ..loopnest import group_slices
+from .ops import t1_cost, t2_cost, t3_cost
+from .reuse import effective, exact_matmul, follower_classes
 
-__all__ = ["AttentionResult", "metrics", "softmax_attention", "reuse_attention",
-           "skip_baselines", "oracle_product_costs", "windowed_classify", "windowed_effective"]
+__all__ = [
+    "AttentionResult",
+    "metrics",
+    "softmax_attention",
+    "reuse_attention",
+    "skip_products",
+    "skip_baselines",
+    "oracle_product_costs",
+    "windowed_classify",
+    "windowed_effective",
+]
 
 
 def metrics(out: np.ndarray, ref: np.ndarray) -> dict:
@@ -44,8 +55,7 @@ def _check_scales(scales):
         parts = tuple(scales)
     except TypeError:
         raise TypeError(f"scales must be (q_scale, k_scale, v_scale), not {scales!r}") from None
-    if len(parts) != 3 or not all(isinstance(s, numbers.Real) and not isinstance(s, bool)
-                                  for s in parts):
+    if len(parts) != 3 or not all(isinstance(s, numbers.Real) and not isinstance(s, bool) for s in parts):
         raise TypeError(f"scales must be three real numbers (q_scale, k_scale, v_scale), not {scales!r}")
     if not all(np.isfinite(s) and s > 0 for s in parts):
         raise ValueError(f"scales must be finite and positive, not {scales!r}")
@@ -70,6 +80,7 @@ class AttentionResult:
         float tensors were given
     metrics : ``{"vs_int8": {...}, "vs_float": {...}}`` from :func:`metrics`
     """
+
     output: np.ndarray
     int8_reference: np.ndarray
     float_reference: np.ndarray | None
@@ -100,8 +111,9 @@ def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None) -
     if reference is not None:
         Qf, Kf, Vf = (np.asarray(x, dtype=np.float64) for x in reference)
         if not (Qf.shape == Kf.shape == Vf.shape == Q.shape):
-            raise ValueError(f"reference tensors must all have shape {Q.shape!r}, not "
-                             f"{Qf.shape!r}, {Kf.shape!r}, {Vf.shape!r}")
+            raise ValueError(
+                f"reference tensors must all have shape {Q.shape!r}, not {Qf.shape!r}, {Kf.shape!r}, {Vf.shape!r}"
+            )
         ref_f = softmax_attention(Qf @ Kf.T / np.sqrt(Q.shape[1]), Vf)
         result["vs_float"] = metrics(out, ref_f)
         result["int8_vs_float"] = metrics(ref8, ref_f)
@@ -116,9 +128,9 @@ def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None) -
 _PRODUCT_COST = np.zeros((4, 4), dtype=np.int64)
 for _q in (0, 1, 2):
     for _k in (0, 1, 2):
-        _PRODUCT_COST[_q, _k] = _t3("oracle", Reuse(_q), Reuse(_k))
-    _PRODUCT_COST[_q, ABSENT] = _t2(Reuse(_q))
-    _PRODUCT_COST[ABSENT, _q] = _t1(Reuse(_q))
+        _PRODUCT_COST[_q, _k] = t3_cost("oracle", Reuse(_q), Reuse(_k))
+    _PRODUCT_COST[_q, ABSENT] = t2_cost(Reuse(_q))
+    _PRODUCT_COST[ABSENT, _q] = t1_cost(Reuse(_q))
 _PRODUCT_COST[ABSENT, ABSENT] = 2
 
 
@@ -139,7 +151,7 @@ def oracle_product_costs(Q, K, grid, split, F=5, P=3):
         yield rows, _PRODUCT_COST[rq[rows, None, :], rk[None, :, :]]
 
 
-def _skip(Q, K, order_key, budget):
+def skip_products(Q, K, order_key, budget):
     """Scores with ``budget`` products skipped: those of smallest key, ties
     broken by flat (i, j, c) order. ``order_key`` yields int64 key chunks."""
     n, d = Q.shape
@@ -201,18 +213,23 @@ def skip_baselines(Q, K, V, grid, split, F=5, P=3, *, scales) -> dict:
 
     ref = _int8_attention(exact_matmul(Q, K.T), V, scales)
     outs = {
-        "reuse": _int8_attention(exact_matmul(effective(Q, grid, split, F, P, side="row"),
-                                              effective(K, grid, split, F, P).T), V, scales),
-        "skip_lowest": _int8_attention(_skip(Q, K, magnitude, budget), V, scales),
-        "skip_reused": _int8_attention(_skip(Q, K, reused_first, budget), V, scales),
+        "reuse": _int8_attention(
+            exact_matmul(effective(Q, grid, split, F, P, side="row"), effective(K, grid, split, F, P).T), V, scales
+        ),
+        "skip_lowest": _int8_attention(skip_products(Q, K, magnitude, budget), V, scales),
+        "skip_reused": _int8_attention(skip_products(Q, K, reused_first, budget), V, scales),
     }
-    return {"saved_ratio": 1 - oracle / dense, "skipped_products": budget,
-            **{name: metrics(out, ref) for name, out in outs.items()}}
+    return {
+        "saved_ratio": 1 - oracle / dense,
+        "skipped_products": budget,
+        **{name: metrics(out, ref) for name, out in outs.items()},
+    }
 
 
 # ---------------------------------------------------------------------------
 # Windowed classifier (paper eq. 5), a golden-model option
 # ---------------------------------------------------------------------------
+
 
 def windowed_classify(Z, grid, split, *, w=2, theta1=2.0, theta2=8.0):
     """Eq. 5 classifier: along each group's direction, tokens form windows
@@ -229,15 +246,14 @@ def windowed_classify(Z, grid, split, *, w=2, theta1=2.0, theta2=8.0):
     split = check_split(split, d)
     if not isinstance(w, numbers.Integral) or isinstance(w, bool) or w < 2:
         raise ValueError(f"window size w must be an integer >= 2, not {w!r}")
-    if not (isinstance(theta1, numbers.Real) and isinstance(theta2, numbers.Real)
-            and 0 <= theta1 < theta2):
+    if not (isinstance(theta1, numbers.Real) and isinstance(theta2, numbers.Real) and 0 <= theta1 < theta2):
         raise ValueError(f"thresholds must satisfy 0 <= theta1 < theta2, not {theta1!r}, {theta2!r}")
     cls = np.full((n, d), ABSENT, dtype=np.uint8)
     anchor_of = np.zeros((3, n), dtype=np.int64)
     idx = np.arange(n).reshape(grid)
     for g, (sl, axis) in enumerate(group_slices(split)):
         coord = np.moveaxis(np.indices(grid), 0, -1)[..., axis].ravel()
-        stride = int(np.prod(grid[axis + 1:]))
+        stride = int(np.prod(grid[axis + 1 :]))
         anchor = idx.ravel() - (coord % w) * stride
         anchor_of[g] = anchor
         # window std per (anchor, channel): group tokens by anchor
@@ -246,8 +262,12 @@ def windowed_classify(Z, grid, split, *, w=2, theta1=2.0, theta2=8.0):
         mean = np.stack([np.bincount(anchor, zs[:, c], minlength=n) for c in range(zs.shape[1])], 1)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean /= count[:, None]
-            sq = np.stack([np.bincount(anchor, (zs[:, c] - mean[anchor, c]) ** 2, minlength=n)
-                           for c in range(zs.shape[1])], 1) / count[:, None]
+            sq = (
+                np.stack(
+                    [np.bincount(anchor, (zs[:, c] - mean[anchor, c]) ** 2, minlength=n) for c in range(zs.shape[1])], 1
+                )
+                / count[:, None]
+            )
         std = np.sqrt(sq[anchor])
         c_g = np.where(std < theta1, Reuse.FULL, np.where(std < theta2, Reuse.PARTIAL, Reuse.NONE))
         follower = coord % w != 0
@@ -258,11 +278,12 @@ def windowed_classify(Z, grid, split, *, w=2, theta1=2.0, theta2=8.0):
 def windowed_effective(Z, grid, split, *, w=2, theta1=2.0, theta2=8.0, side="column"):
     """Effective operands under :func:`windowed_classify`, by the same
     column-side (or row-side) rule as :func:`effective`."""
-    from .reuse import _effective_values
+    from .reuse import effective_values
+
     cls, anchor_of = windowed_classify(Z, grid, split, w=w, theta1=theta1, theta2=theta2)
     out = Z.copy()
     for g, (sl, _) in enumerate(group_slices(check_split(split, Z.shape[1]))):
         f = np.nonzero(cls[:, sl.start] != ABSENT)[0]
         a = anchor_of[g][f]
-        out[f, sl] = _effective_values(Z[a, sl], Z[f, sl], cls[f, sl], side)
+        out[f, sl] = effective_values(Z[a, sl], Z[f, sl], cls[f, sl], side)
     return out

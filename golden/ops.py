@@ -10,23 +10,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_qk, check_thresholds
-from .reuse import ABSENT, Reuse, classes
+from ..checks import check_qk, check_thresholds
+from ..encoding import ABSENT, Reuse
+from .reuse import classes
 
-__all__ = ["COSTS", "cost_table", "op_counts"]
+__all__ = ["COSTS", "cost_table", "op_counts", "t1_cost", "t2_cost", "t3_cost", "class_histograms"]
 
 _F, _P, _N = Reuse.FULL, Reuse.PARTIAL, Reuse.NONE
 
 
-def _t1(k):  # T1 = (i, j'): column reuse only
+def t1_cost(k):
+    """Nibble multiplies of T1 = (i, j'): column reuse only."""
     return {_F: 0, _P: 1, _N: 2}[k]
 
 
-def _t2(q):  # T2 = (i', j): a row-side PARTIAL is no reuse
+def t2_cost(q):
+    """Nibble multiplies of T2 = (i', j): a row-side PARTIAL is no reuse."""
     return 0 if q == _F else 2
 
 
-def _t3(kind, q, k):
+def t3_cost(kind, q, k):
+    """Nibble multiplies of T3 = (i', j') for cost ``kind``."""
     if kind == "oracle":
         return 0 if (q == _F or k == _F) else (1 if k == _P else 2)
     if kind == "hw4" and q == _F and k != _N:
@@ -44,12 +48,12 @@ def cost_table(kind: str) -> np.ndarray:
     table = np.zeros((4, 4), dtype=np.int64)
     for q in (_N, _P, _F):
         for k in (_N, _P, _F):
-            table[q, k] = 8 if kind == "dense" else 2 + _t1(k) + _t2(q) + _t3(kind, q, k)
+            table[q, k] = 8 if kind == "dense" else 2 + t1_cost(k) + t2_cost(q) + t3_cost(kind, q, k)
         # query pair against an unpaired key: T0 plus T2
-        table[q, ABSENT] = 4 if kind == "dense" else 2 + _t2(q)
+        table[q, ABSENT] = 4 if kind == "dense" else 2 + t2_cost(q)
     for k in (_N, _P, _F):
         # unpaired query against a key pair: T0 plus T1
-        table[ABSENT, k] = 4 if kind == "dense" else 2 + _t1(k)
+        table[ABSENT, k] = 4 if kind == "dense" else 2 + t1_cost(k)
     table[ABSENT, ABSENT] = 2
     return table
 

@@ -6,30 +6,25 @@ Everything here is exact integer arithmetic on int8 operands.
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
-from ._checks import as_int8, check_grid, check_qk, check_side, check_split, check_thresholds
+from ..checks import as_int8, check_grid, check_qk, check_side, check_split, check_thresholds
+from ..encoding import ABSENT, Reuse
+from ..loopnest import group_slices, pairs
 
-__all__ = ["Reuse", "ABSENT", "DIRECTIONS", "lead_eq", "classify", "pairs", "group_slices",
-           "effective", "follower_classes", "classes", "reuse_scores", "exact_matmul", "hi", "lo"]
+__all__ = [
+    "lead_eq",
+    "classify",
+    "effective",
+    "effective_values",
+    "follower_classes",
+    "classes",
+    "reuse_scores",
+    "exact_matmul",
+    "hi",
+    "lo",
+]
 
-
-class Reuse(enum.IntEnum):
-    """Two-bit reuse class of a follower value (spec sec. 3)."""
-    NONE = 0
-    PARTIAL = 1
-    FULL = 2
-
-
-#: tag of an unpaired slot (no follower); the fourth two-bit code
-ABSENT = 3
-
-#: reuse direction of each channel group (t-, x-, y-channels) as a grid axis
-#: index of (T, H, W): t-channels along x (axis 2), x-channels along y
-#: (axis 1), y-channels along t (axis 0).
-DIRECTIONS = (2, 1, 0)
 
 _LEAD_EQ = np.array([8 - int(v).bit_length() for v in range(256)], dtype=np.uint8)
 
@@ -62,38 +57,14 @@ def classify(anchor: np.ndarray, follower: np.ndarray, F: int = 5, P: int = 3) -
     """
     F, P = check_thresholds(F, P)
     eq = lead_eq(anchor, follower)
-    return np.where(eq >= F, np.uint8(Reuse.FULL),
-                    np.where(eq >= P, np.uint8(Reuse.PARTIAL), np.uint8(Reuse.NONE))).astype(np.uint8)
+    return np.where(
+        eq >= F, np.uint8(Reuse.FULL), np.where(eq >= P, np.uint8(Reuse.PARTIAL), np.uint8(Reuse.NONE))
+    ).astype(np.uint8)
 
 
-def pairs(grid, axis: int):
-    """Anchor/follower pairing along one grid axis (spec sec. 2).
-
-    Returns ``(anchors, followers, unpaired)``: int64 flat token indices of
-    the complete pairs (ordered by anchor index) and of the unpaired anchors
-    (even coordinate at the end of an odd extent).
-    """
-    T, H, W = check_grid(grid)
-    if axis not in (0, 1, 2):
-        raise ValueError(f"axis must be 0 (t), 1 (y) or 2 (x), not {axis!r}")
-    idx = np.arange(T * H * W, dtype=np.int64).reshape(T, H, W)
-    ext = (T, H, W)[axis]
-    take = lambda sl: np.moveaxis(np.moveaxis(idx, axis, 0)[sl], 0, axis)  # noqa: E731
-    n_pairs = ext // 2
-    anchors = np.sort(take(slice(0, 2 * n_pairs, 2)).ravel())
-    followers = anchors + int(np.prod((T, H, W)[axis + 1:]))
-    unpaired = np.sort(take(slice(ext - 1, ext)).ravel()) if ext % 2 else np.zeros(0, np.int64)
-    return anchors, followers, unpaired
-
-
-def group_slices(split):
-    """``(slice, axis)`` of each channel group, in the order t, x, y."""
-    d_t, d_x, d_y = check_split(split)
-    starts = (0, d_t, d_t + d_x, d_t + d_x + d_y)
-    return [(slice(starts[g], starts[g + 1]), DIRECTIONS[g]) for g in range(3)]
-
-
-def _effective_values(a, b, cls, side):
+def effective_values(a, b, cls, side):
+    """Effective values of followers ``b`` of anchors ``a`` with classes
+    ``cls`` on ``side`` (see :func:`effective`)."""
     if side == "row":
         return np.where(cls == Reuse.FULL, a, b)
     partial = ((a.view(np.uint8) & np.uint8(0xF0)) | (b.view(np.uint8) & np.uint8(0x0F))).view(np.int8)
@@ -126,7 +97,7 @@ def effective(Z, grid, split, F=5, P=3, *, side="column"):
     check_side(side)
     out = Z.copy() if isinstance(Z, np.ndarray) else Z
     for sl, anchors, followers, _, cls in classes(Z, grid, split, F, P):
-        out[followers, sl] = _effective_values(Z[anchors, sl], Z[followers, sl], cls, side)
+        out[followers, sl] = effective_values(Z[anchors, sl], Z[followers, sl], cls, side)
     return out
 
 
@@ -160,5 +131,4 @@ def reuse_scores(Q, K, grid, split, F=5, P=3):
     """Exact reuse scores ``effective(Q, side="row") @ effective(K).T``, int64 ``(N, N)``."""
     grid, split = check_qk(Q, K, grid, split)
     check_thresholds(F, P)
-    return exact_matmul(effective(Q, grid, split, F, P, side="row"),
-                        effective(K, grid, split, F, P, side="column").T)
+    return exact_matmul(effective(Q, grid, split, F, P, side="row"), effective(K, grid, split, F, P, side="column").T)

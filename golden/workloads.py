@@ -24,11 +24,22 @@ import os
 
 import numpy as np
 
-from ..config import PRESETS, check_split
-from ._checks import as_int8, check_grid
+from ..checks import as_int8, check_grid, check_split
+from ..config import PRESETS
 
-__all__ = ["Workload", "synthetic_video", "random_workload", "constant_workload", "quantise",
-           "rope_3d", "video_frames", "save", "load", "DEFAULT_SPREAD", "MOTIONS"]
+__all__ = [
+    "Workload",
+    "synthetic_video",
+    "random_workload",
+    "constant_workload",
+    "quantise",
+    "rope_3d",
+    "video_frames",
+    "save",
+    "load",
+    "DEFAULT_SPREAD",
+    "MOTIONS",
+]
 
 #: default log-normal sigma of Q/K channel magnitudes; see docs/WORKLOADS.md
 DEFAULT_SPREAD = 0.5
@@ -45,6 +56,7 @@ class Workload:
     """One attention head: int8 ``q, k, v`` ``(N, d)``, the grid and split,
     per-tensor scales, optional float tensors before quantisation (``qf``,
     ``kf``, ``vf``) and free-form ``meta``."""
+
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
@@ -59,8 +71,7 @@ class Workload:
     meta: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        validate(self.q, self.k, self.v, self.grid, self.split,
-                 (self.q_scale, self.k_scale, self.v_scale))
+        validate(self.q, self.k, self.v, self.grid, self.split, (self.q_scale, self.k_scale, self.v_scale))
         object.__setattr__(self, "grid", tuple(int(x) for x in self.grid))
         object.__setattr__(self, "split", tuple(int(x) for x in self.split))
 
@@ -89,7 +100,7 @@ def validate(q, k, v, grid, split, scales):
         raise ValueError(f"q, k, v must share one shape (N, d), not {q.shape!r}, {k.shape!r}, {v.shape!r}")
     check_grid(grid, q.shape[0])
     check_split(split, q.shape[1])
-    for name, s in zip(("q_scale", "k_scale", "v_scale"), scales):
+    for name, s in zip(("q_scale", "k_scale", "v_scale"), scales, strict=True):
         if not isinstance(s, numbers.Real) or isinstance(s, bool) or not np.isfinite(s) or s <= 0:
             raise ValueError(f"{name} must be a finite positive number, not {s!r}")
 
@@ -113,16 +124,16 @@ def rope_3d(x: np.ndarray, grid, split, base: float = 10000.0) -> np.ndarray:
     t, y, xx = (a.ravel() for a in np.indices((T, H, W)))
     out = np.array(x, dtype=np.float64, copy=True)
     start = 0
-    for m, pos in zip(split, (t, xx, y)):
+    for m, pos in zip(split, (t, xx, y), strict=True):
         half = m // 2
         if half:
             freq = base ** (-2.0 * np.arange(half) / m)
             ang = pos[:, None] * freq[None, :]
             c, s = np.cos(ang), np.sin(ang)
-            ev = out[:, start:start + 2 * half:2].copy()
-            od = out[:, start + 1:start + 2 * half:2].copy()
-            out[:, start:start + 2 * half:2] = ev * c - od * s
-            out[:, start + 1:start + 2 * half:2] = ev * s + od * c
+            ev = out[:, start : start + 2 * half : 2].copy()
+            od = out[:, start + 1 : start + 2 * half : 2].copy()
+            out[:, start : start + 2 * half : 2] = ev * c - od * s
+            out[:, start + 1 : start + 2 * half : 2] = ev * s + od * c
         start += m
     return out
 
@@ -146,11 +157,10 @@ def video_frames(grid, motion="slow", *, patch=8, image="astronaut", seed=0) -> 
     photo = np.asarray(photo, dtype=np.float64) / 255.0
     if photo.ndim == 2:
         photo = np.repeat(photo[..., None], 3, axis=2)
-    fh, fw = H * patch, W * patch
+    fh, fw = H * int(patch), W * int(patch)
     # the view covers about half the photograph, leaving room to pan
     scale = 2.0 * max(fh / photo.shape[0], fw / photo.shape[1])
-    photo = resize(photo[..., :3], (round(photo.shape[0] * scale), round(photo.shape[1] * scale)),
-                   anti_aliasing=True)
+    photo = resize(photo[..., :3], (round(photo.shape[0] * scale), round(photo.shape[1] * scale)), anti_aliasing=True)
     rng = np.random.default_rng(seed)
     vx, vy, zoom, obj_speed = MOTIONS[motion]
     ox = rng.uniform(0, photo.shape[1] - fw - vx * T) if photo.shape[1] - fw - vx * T > 0 else 0.0
@@ -163,16 +173,15 @@ def video_frames(grid, motion="slow", *, patch=8, image="astronaut", seed=0) -> 
     frames = np.empty((T, fh, fw, 3))
     cy, cx = fh / 2, fw / 2
     for t in range(T):
-        z = zoom ** t
+        z = zoom**t
         # output (col, row) -> photo coordinates: zoom about the view centre, then pan
-        tf = AffineTransform(scale=(1 / z, 1 / z),
-                             translation=(ox + vx * t + cx - cx / z, oy + vy * t + cy - cy / z))
+        tf = AffineTransform(scale=(1 / z, 1 / z), translation=(ox + vx * t + cx - cx / z, oy + vy * t + cy - cy / z))
         frame = warp(photo, tf, output_shape=(fh, fw), mode="reflect")
         if sprite is not None:
             side = sprite.shape[0]
             px = int(round(obj_speed * t)) % max(1, fw - side + 1)
             py = (fh - side) // 2
-            frame[py:py + side, px:px + side] = sprite
+            frame[py : py + side, px : px + side] = sprite
         frames[t] = frame
     return frames
 
@@ -182,9 +191,18 @@ def _layer_norm(x):
     return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
 
 
-def synthetic_video(preset="hunyuan", grid=(4, 8, 8), motion="slow", seed=0, *,
-                    spread=DEFAULT_SPREAD, patch=8, image="astronaut", d_model=None,
-                    rope_base=10000.0) -> Workload:
+def synthetic_video(
+    preset="hunyuan",
+    grid=(4, 8, 8),
+    motion="slow",
+    seed=0,
+    *,
+    spread=DEFAULT_SPREAD,
+    patch=8,
+    image="astronaut",
+    d_model=None,
+    rope_base=10000.0,
+) -> Workload:
     """A synthetic attention head from a moving photograph (see module doc).
 
     Parameters
@@ -204,7 +222,7 @@ def synthetic_video(preset="hunyuan", grid=(4, 8, 8), motion="slow", seed=0, *,
     else:
         split = check_split(preset)
     grid = check_grid(grid)
-    if not isinstance(spread, numbers.Real) or not 0 <= spread <= 4:
+    if not isinstance(spread, numbers.Real) or not 0 <= float(spread) <= 4:
         raise ValueError(f"spread must be a real number in [0, 4], not {spread!r}")
     d = sum(split)
     d_model = d_model or 2 * d
@@ -218,13 +236,20 @@ def synthetic_video(preset="hunyuan", grid=(4, 8, 8), motion="slow", seed=0, *,
     proj = [rng.standard_normal((d_model, d)) / np.sqrt(d_model) for _ in range(3)]
     qf, kf, vf = (x @ w for w in proj)
     for t in (qf, kf):
-        gain = np.exp(spread * rng.standard_normal((d + 1) // 2))
+        gain = np.exp(float(spread) * rng.standard_normal((d + 1) // 2))
         t *= np.repeat(gain, 2)[:d][None, :]  # one gain per RoPE channel pair
     qf = rope_3d(qf, grid, split, rope_base)
     kf = rope_3d(kf, grid, split, rope_base)
     (q, qs), (k, ks), (v, vs) = quantise(qf), quantise(kf), quantise(vf)
-    meta = {"synthetic": True, "kind": "video", "preset": preset if isinstance(preset, str) else None,
-            "motion": motion, "seed": int(seed), "spread": float(spread), "image": image}
+    meta = {
+        "synthetic": True,
+        "kind": "video",
+        "preset": preset if isinstance(preset, str) else None,
+        "motion": motion,
+        "seed": int(seed),
+        "spread": float(spread),
+        "image": image,
+    }
     return Workload(q, k, v, grid, split, qs, ks, vs, qf, kf, vf, meta)
 
 
@@ -235,8 +260,9 @@ def random_workload(grid=(4, 8, 8), split=(16, 56, 56), seed=0) -> Workload:
     rng = np.random.default_rng(seed)
     n, d = grid[0] * grid[1] * grid[2], sum(split)
     q, k, v = (rng.integers(-128, 128, (n, d), dtype=np.int8) for _ in range(3))
-    return Workload(q, k, v, grid, split, 1 / 127, 1 / 127, 1 / 127,
-                    meta={"synthetic": True, "kind": "random", "seed": int(seed)})
+    return Workload(
+        q, k, v, grid, split, 1 / 127, 1 / 127, 1 / 127, meta={"synthetic": True, "kind": "random", "seed": int(seed)}
+    )
 
 
 def constant_workload(grid=(4, 8, 8), split=(16, 56, 56), seed=0) -> Workload:
@@ -247,13 +273,15 @@ def constant_workload(grid=(4, 8, 8), split=(16, 56, 56), seed=0) -> Workload:
     rng = np.random.default_rng(seed)
     n, d = grid[0] * grid[1] * grid[2], sum(split)
     q, k, v = (np.repeat(rng.integers(-128, 128, (1, d), dtype=np.int8), n, axis=0) for _ in range(3))
-    return Workload(q, k, v, grid, split, 1 / 127, 1 / 127, 1 / 127,
-                    meta={"synthetic": True, "kind": "constant", "seed": int(seed)})
+    return Workload(
+        q, k, v, grid, split, 1 / 127, 1 / 127, 1 / 127, meta={"synthetic": True, "kind": "constant", "seed": int(seed)}
+    )
 
 
 # ---------------------------------------------------------------------------
 # Exchange format
 # ---------------------------------------------------------------------------
+
 
 def save(path, workload: Workload) -> None:
     """Write the exchange format: one ``.npz`` with int8 ``q``, ``k``, ``v``
@@ -261,10 +289,17 @@ def save(path, workload: Workload) -> None:
     ``k_scale``, ``v_scale``."""
     if not isinstance(workload, Workload):
         raise TypeError(f"save() takes a Workload, not {type(workload).__name__}")
-    np.savez(path, q=workload.q, k=workload.k, v=workload.v,
-             grid=np.array(workload.grid, dtype=np.int64), split=np.array(workload.split, dtype=np.int64),
-             q_scale=np.float64(workload.q_scale), k_scale=np.float64(workload.k_scale),
-             v_scale=np.float64(workload.v_scale))
+    np.savez(
+        path,
+        q=workload.q,
+        k=workload.k,
+        v=workload.v,
+        grid=np.array(workload.grid, dtype=np.int64),
+        split=np.array(workload.split, dtype=np.int64),
+        q_scale=np.float64(workload.q_scale),
+        k_scale=np.float64(workload.k_scale),
+        v_scale=np.float64(workload.v_scale),
+    )
 
 
 def load(path) -> Workload:
@@ -274,7 +309,7 @@ def load(path) -> Workload:
         raise FileNotFoundError(f"workload file {str(path)!r} does not exist")
     try:
         data = np.load(path, allow_pickle=False)
-    except Exception as err:  # noqa: BLE001 - report what numpy said, naming the file
+    except Exception as err:
         raise ValueError(f"{str(path)!r} is not a readable .npz file: {err}") from None
     with data:
         missing = [key for key in ("q", "k", "v", "grid", "split") if key not in data.files]
@@ -294,6 +329,14 @@ def load(path) -> Workload:
             scales.append(float(a))
         else:
             scales.append(1.0)
-    return Workload(arrays["q"], arrays["k"], arrays["v"], tuple(int(x) for x in arrays["grid"]),
-                    tuple(int(x) for x in arrays["split"]), *scales,
-                    meta={"source": os.fspath(path)})
+    return Workload(
+        arrays["q"],
+        arrays["k"],
+        arrays["v"],
+        tuple(int(x) for x in arrays["grid"]),
+        tuple(int(x) for x in arrays["split"]),
+        q_scale=scales[0],
+        k_scale=scales[1],
+        v_scale=scales[2],
+        meta={"source": os.fspath(path)},
+    )

@@ -18,10 +18,12 @@ class _Core(wiring.Component):
     def __init__(self, config):
         self._config = config
         R, C = config.array_rows, config.array_cols
-        super().__init__({
-            "beat": In(slot_layout(R, C)),
-            "tiles": Out(tile_layout(config.acc_width)).array(R, C),
-        })
+        super().__init__(
+            {
+                "beat": In(slot_layout(R, C)),
+                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -39,8 +41,12 @@ class _Core(wiring.Component):
                 west_row = skew.rows_out[r] if c == 0 else pes[r][c - 1].row_out
                 west_ctl = skew.ctl_out[r] if c == 0 else pes[r][c - 1].ctl_out
                 north = skew.cols_out[c] if r == 0 else pes[r - 1][c].col_out
-                m.d.comb += [pe.row_in.eq(west_row), pe.ctl_in.eq(west_ctl), pe.col_in.eq(north),
-                             self.tiles[r][c].eq(pe.tile)]
+                m.d.comb += [
+                    pe.row_in.eq(west_row),
+                    pe.ctl_in.eq(west_ctl),
+                    pe.col_in.eq(north),
+                    self.tiles[r][c].eq(pe.tile),
+                ]
         return m
 
 
@@ -67,11 +73,13 @@ class KaleidoArray(wiring.Component):
         config = as_config(config)
         self._config = config
         R, C = config.array_rows, config.array_cols
-        super().__init__({
-            "slots": In(stream.Signature(slot_layout(R, C))),
-            "hold": In(1),
-            "tiles": Out(tile_layout(config.acc_width)).array(R, C),
-        })
+        super().__init__(
+            {
+                "slots": In(stream.Signature(slot_layout(R, C))),
+                "hold": In(1),
+                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
+            }
+        )
 
     @property
     def config(self):

@@ -32,9 +32,17 @@ class MacPE(wiring.Component):
         if not isinstance(width, int) or width < 16:
             raise ValueError(f"MAC accumulator width must be an integer >= 16, not {width!r}")
         self._width = width
-        super().__init__({"a_in": In(signed(8)), "b_in": In(signed(8)), "ctl_in": In(MAC_CTL),
-                          "a_out": Out(signed(8)), "b_out": Out(signed(8)), "ctl_out": Out(MAC_CTL),
-                          "tile": Out(tile_layout(width))})
+        super().__init__(
+            {
+                "a_in": In(signed(8)),
+                "b_in": In(signed(8)),
+                "ctl_in": In(MAC_CTL),
+                "a_out": Out(signed(8)),
+                "b_out": Out(signed(8)),
+                "ctl_out": Out(MAC_CTL),
+                "tile": Out(tile_layout(width)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -56,10 +64,16 @@ class DenseArray(wiring.Component):
         config = as_config(config)
         self._config = config
         R, C = config.array_rows, config.array_cols
-        beat = data.StructLayout({"ctl": MAC_CTL, "a": data.ArrayLayout(signed(8), R),
-                                  "b": data.ArrayLayout(signed(8), C)})
-        super().__init__({"slots": In(stream.Signature(beat)), "hold": In(1),
-                          "tiles": Out(tile_layout(config.acc_width)).array(R, C)})
+        beat = data.StructLayout(
+            {"ctl": MAC_CTL, "a": data.ArrayLayout(signed(8), R), "b": data.ArrayLayout(signed(8), C)}
+        )
+        super().__init__(
+            {
+                "slots": In(stream.Signature(beat)),
+                "hold": In(1),
+                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -67,8 +81,10 @@ class DenseArray(wiring.Component):
         core = Module()
         take = self.slots.valid & ~self.hold
         ctl = Signal(MAC_CTL)
-        core.d.comb += [ctl.slot.eq(take & self.slots.payload.ctl.slot),
-                        ctl.last.eq(take & self.slots.payload.ctl.last)]
+        core.d.comb += [
+            ctl.slot.eq(take & self.slots.payload.ctl.slot),
+            ctl.last.eq(take & self.slots.payload.ctl.last),
+        ]
 
         def delay(value, shape, n):
             for _ in range(n):
@@ -83,8 +99,10 @@ class DenseArray(wiring.Component):
                 pe = pes[r][c]
                 core.submodules[f"pe_{r}_{c}"] = pe
                 if c == 0:
-                    core.d.comb += [pe.a_in.eq(delay(self.slots.payload.a[r], signed(8), r)),
-                                    pe.ctl_in.eq(delay(ctl, MAC_CTL, r))]
+                    core.d.comb += [
+                        pe.a_in.eq(delay(self.slots.payload.a[r], signed(8), r)),
+                        pe.ctl_in.eq(delay(ctl, MAC_CTL, r)),
+                    ]
                 else:
                     core.d.comb += [pe.a_in.eq(pes[r][c - 1].a_out), pe.ctl_in.eq(pes[r][c - 1].ctl_out)]
                 north = delay(self.slots.payload.b[c], signed(8), c) if r == 0 else pes[r - 1][c].b_out

@@ -7,27 +7,35 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
 from ._common import as_config
+from .encoding import Tag
 
 __all__ = ["ReuseDetector", "detector_in_layout", "detector_out_layout"]
-
-NONE, PARTIAL, FULL, ABSENT = 0, 1, 2, 3
 
 
 def detector_in_layout(batch: int) -> data.StructLayout:
     """``count`` valid channels (a short batch), ``absent`` = no follower."""
-    return data.StructLayout({"anchor": data.ArrayLayout(signed(8), batch),
-                              "follower": data.ArrayLayout(signed(8), batch),
-                              "count": range(batch + 1), "absent": 1})
+    return data.StructLayout(
+        {
+            "anchor": data.ArrayLayout(signed(8), batch),
+            "follower": data.ArrayLayout(signed(8), batch),
+            "count": range(batch + 1),
+            "absent": 1,
+        }
+    )
 
 
 def detector_out_layout(batch: int) -> data.StructLayout:
     """``anchor``: the anchor's values passed through (0 past ``count``),
     so a consumer has the unit's whole operand set from one transfer."""
-    return data.StructLayout({"anchor": data.ArrayLayout(signed(8), batch),
-                              "cls": data.ArrayLayout(2, batch),
-                              "row_eff": data.ArrayLayout(signed(8), batch),
-                              "col_eff": data.ArrayLayout(signed(8), batch),
-                              "string": batch})
+    return data.StructLayout(
+        {
+            "anchor": data.ArrayLayout(signed(8), batch),
+            "cls": data.ArrayLayout(Tag, batch),
+            "row_eff": data.ArrayLayout(signed(8), batch),
+            "col_eff": data.ArrayLayout(signed(8), batch),
+            "string": batch,
+        }
+    )
 
 
 class ReuseDetector(wiring.Component):
@@ -45,8 +53,12 @@ class ReuseDetector(wiring.Component):
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)
         self._config = config
-        super().__init__({"i": In(stream.Signature(detector_in_layout(config.batch))),
-                          "o": Out(stream.Signature(detector_out_layout(config.batch)))})
+        super().__init__(
+            {
+                "i": In(stream.Signature(detector_in_layout(config.batch))),
+                "o": Out(stream.Signature(detector_out_layout(config.batch))),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -58,15 +70,15 @@ class ReuseDetector(wiring.Component):
             a, b = self.i.payload.anchor[c], self.i.payload.follower[c]
             x = Signal(8, name=f"x{c}")
             m.d.comb += x.eq(a.as_unsigned() ^ b.as_unsigned())
-            full = (x[8 - F:] == 0) if F <= 8 else Const(0)
-            part = (x[8 - P:] == 0) if P <= 8 else Const(0)
+            full = (x[8 - F :] == 0) if F <= 8 else Const(0)
+            part = (x[8 - P :] == 0) if P <= 8 else Const(0)
             lane = c < self.i.payload.count
             absent = self.i.payload.absent
-            cls = Mux(absent, ABSENT, Mux(full, FULL, Mux(part, PARTIAL, NONE)))
+            cls = Mux(absent, Tag.ABSENT, Mux(full, Tag.FULL, Mux(part, Tag.PARTIAL, Tag.NONE)))
             col = Mux(full, a, Mux(part, Cat(b.as_unsigned()[:4], a.as_unsigned()[4:]).as_signed(), b))
             m.d.comb += [
                 res.anchor[c].eq(Mux(lane, a, 0)),
-                res.cls[c].eq(Mux(lane, cls, NONE)),
+                res.cls[c].eq(Mux(lane, cls, Tag.NONE)),
                 res.row_eff[c].eq(Mux(lane & ~absent, Mux(full, a, b), 0)),
                 res.col_eff[c].eq(Mux(lane & ~absent, col, 0)),
             ]

@@ -9,12 +9,11 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
 from ._common import as_config
+from .encoding import Need, Tag, array_need_decoder, pe_need_decoder
 from .layouts import slot_layout
-from .matcher import FULL, HALF, SKIP, Matcher
+from .matcher import Matcher
 
 __all__ = ["PassDispatcher", "pass_layout"]
-
-NONE, PARTIAL, CFULL, ABSENT = 0, 1, 2, 3
 
 
 def pass_layout(rows: int, cols: int, batch: int) -> data.StructLayout:
@@ -22,36 +21,17 @@ def pass_layout(rows: int, cols: int, batch: int) -> data.StructLayout:
     effective values ``x1``, the follower tags ``t`` and ``present`` (0 for
     a padding unit); the same per column unit; ``count`` channels are valid
     (a short batch: the rest are SKIP)."""
-    unit = data.StructLayout({"x": data.ArrayLayout(signed(8), batch),
-                              "x1": data.ArrayLayout(signed(8), batch),
-                              "t": data.ArrayLayout(2, batch), "present": 1})
-    return data.StructLayout({"rows": data.ArrayLayout(unit, rows), "cols": data.ArrayLayout(unit, cols),
-                              "count": range(batch + 1)})
-
-
-def _pe_need(phase, q, k, accumulators):
-    """(lo, hi) bits of one PE's need in ``phase`` (spec sec. 5), as logic."""
-    qF, qA = q == CFULL, q == ABSENT
-    kF, kP, kN, kA = k == CFULL, k == PARTIAL, k == NONE, k == ABSENT
-    t0, t1, t2, t3 = (phase == i for i in range(4))
-    # T0: own p always -> FULL
-    lo = t0
-    hi = t0
-    # T1 (column present): own p_lo if kP, p if kN; T3 share only adds the same parts
-    lo = lo | (t1 & ~kA & (kP | kN))
-    hi = hi | (t1 & ~kA & kN)
-    # T2 (row present): own p if q not FULL, T3 share only within it
-    lo = lo | (t2 & ~qA & ~qF)
-    hi = hi | (t2 & ~qA & ~qF)
-    # T3 (both present)
-    both = t3 & ~qA & ~kA
-    if accumulators == 3:
-        lo = lo | (both & ((qF & kF) | (~qF & (kP | kN))))
-        hi = hi | (both & ((qF & (kF | kP)) | (~qF & kN)))
-    else:
-        lo = lo | (both & ~qF & (kP | kN))
-        hi = hi | (both & ~qF & kN)
-    return lo, hi
+    unit = data.StructLayout(
+        {
+            "x": data.ArrayLayout(signed(8), batch),
+            "x1": data.ArrayLayout(signed(8), batch),
+            "t": data.ArrayLayout(Tag, batch),
+            "present": 1,
+        }
+    )
+    return data.StructLayout(
+        {"rows": data.ArrayLayout(unit, rows), "cols": data.ArrayLayout(unit, cols), "count": range(batch + 1)}
+    )
 
 
 class PassDispatcher(wiring.Component):
@@ -72,8 +52,9 @@ class PassDispatcher(wiring.Component):
         config = as_config(config)
         self._config = config
         R, C, B = config.array_rows, config.array_cols, config.batch
-        super().__init__({"passes": In(stream.Signature(pass_layout(R, C, B))),
-                          "beats": Out(stream.Signature(slot_layout(R, C)))})
+        super().__init__(
+            {"passes": In(stream.Signature(pass_layout(R, C, B))), "beats": Out(stream.Signature(slot_layout(R, C)))}
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -82,21 +63,23 @@ class PassDispatcher(wiring.Component):
         m.submodules.matcher = matcher = Matcher(cfg)
         buf = Signal(pass_layout(R, C, B))
         loaded = Signal()
-        job_phase = Signal(3)   # next phase to hand to the matcher (4 = all handed out)
+        job_phase = Signal(3)  # next phase to hand to the matcher (4 = all handed out)
 
-        # need derivation for the phase being handed out
+        # need derivation for the phase being handed out: per channel, the
+        # union of the present PEs' needs, then the array-level rule (both
+        # tables are kaleido.encoding's)
         needs = []
         for c in range(B):
-            lo_any, hi_any = 0, 0
+            union = 0
             for r in range(R):
                 for cc in range(C):
                     present = buf.rows[r].present & buf.cols[cc].present
-                    lo, hi = _pe_need(job_phase[:2], buf.rows[r].t[c], buf.cols[cc].t[c], cfg.accumulators)
-                    lo_any = lo_any | (present & lo)
-                    hi_any = hi_any | (present & hi)
-            half_ok = (job_phase == 1) | (job_phase == 3)
-            skip = (~lo_any & ~hi_any) | (c >= buf.count)
-            needs.append(Mux(skip, SKIP, Mux(lo_any & ~hi_any & half_ok, HALF, FULL)))
+                    pe = pe_need_decoder(
+                        m, f"need_c{c}_r{r}_k{cc}", job_phase[:2], buf.rows[r].t[c], buf.cols[cc].t[c], cfg.accumulators
+                    )
+                    union = union | Mux(present, pe, 0)
+            need = array_need_decoder(m, f"need_c{c}", job_phase[:2], union)
+            needs.append(Mux(c >= buf.count, Need.SKIP, need))
         m.d.comb += [matcher.i.valid.eq(loaded & (job_phase < 4)), matcher.i.payload.phase.eq(job_phase[:2])]
         m.d.comb += [matcher.i.payload.need[c].eq(needs[c]) for c in range(B)]
         with m.If(matcher.i.valid & matcher.i.ready):
@@ -105,24 +88,35 @@ class PassDispatcher(wiring.Component):
         # beat former
         s = matcher.o.payload
         ph = s.phase
-        row_follow = ph[1]            # T2, T3 use the row followers
-        col_follow = ph[0]            # T1, T3 use the column followers
+        row_follow = ph[1]  # T2, T3 use the row followers
+        col_follow = ph[0]  # T1, T3 use the column followers
         beat = self.beats.payload
-        m.d.comb += [beat.ctl.slot.eq(s.slot), beat.ctl.kind.eq(s.dual), beat.ctl.phase.eq(ph),
-                     beat.ctl.last.eq(s.last)]
+        m.d.comb += [
+            beat.ctl.slot.eq(s.slot),
+            beat.ctl.kind.eq(s.dual),
+            beat.ctl.phase.eq(ph),
+            beat.ctl.last.eq(s.last),
+        ]
         for r in range(R):
             row = buf.rows[r]
             x = Mux(row_follow, row.x1.as_value(), row.x.as_value())
             xs = data.View(data.ArrayLayout(signed(8), B), x)
-            m.d.comb += [beat.rows[r].r0.eq(xs[s.c1]), beat.rows[r].r1.eq(xs[s.c2]),
-                         beat.rows[r].q0.eq(row.t[s.c1]), beat.rows[r].q1.eq(row.t[s.c2])]
+            m.d.comb += [
+                beat.rows[r].r0.eq(xs[s.c1]),
+                beat.rows[r].r1.eq(xs[s.c2]),
+                beat.rows[r].q0.eq(row.t[s.c1]),
+                beat.rows[r].q1.eq(row.t[s.c2]),
+            ]
         for cc in range(C):
             col = buf.cols[cc]
             x = Mux(col_follow, col.x1.as_value(), col.x.as_value())
             xs = data.View(data.ArrayLayout(signed(8), B), x)
             v1, v2 = xs[s.c1], xs[s.c2]
-            m.d.comb += [beat.cols[cc].k.eq(Mux(s.dual, Cat(v1[:4], v2[:4]), v1)),
-                         beat.cols[cc].k0.eq(col.t[s.c1]), beat.cols[cc].k1.eq(col.t[s.c2])]
+            m.d.comb += [
+                beat.cols[cc].k.eq(Mux(s.dual, Cat(v1[:4], v2[:4]), v1)),
+                beat.cols[cc].k0.eq(col.t[s.c1]),
+                beat.cols[cc].k1.eq(col.t[s.c2]),
+            ]
         m.d.comb += [self.beats.valid.eq(matcher.o.valid), matcher.o.ready.eq(self.beats.ready)]
 
         pass_done = self.beats.valid & self.beats.ready & s.last & (ph == 3)

@@ -7,23 +7,25 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 from amaranth.back import verilog
+from amaranth.lib import wiring
 
 from ..config import KaleidoConfig
 from .array import KaleidoArray
 from .baseline import DenseArray, MacPE
 from .detector import ReuseDetector
+from .dispatched_array import DispatchedArray
 from .engine import KaleidoEngine
 from .matcher import Matcher
 from .pe import KaleidoPE
 from .scheduler import Scheduler
-from .top import DispatchedArray
 
 __all__ = ["DESIGNS", "emit", "module_name"]
 
 #: design name -> factory(config)
-DESIGNS = {
+DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "kaleido_pe": KaleidoPE,
     "kaleido_array": KaleidoArray,
     "mac_pe": lambda cfg: MacPE(cfg.acc_width),
@@ -32,7 +34,7 @@ DESIGNS = {
     "scheduler": Scheduler,
     "matcher": Matcher,
     "dispatched_array": DispatchedArray,
-    "engine": KaleidoEngine,     # also takes grid= (an elaboration parameter)
+    "engine": KaleidoEngine,  # also takes grid= (an elaboration parameter)
 }
 
 #: designs whose factory takes ``grid=`` as well as the configuration
@@ -75,8 +77,7 @@ def main(argv=None):
     ap.add_argument("--cols", type=int, default=4)
     ap.add_argument("--accumulators", type=int, default=3)
     args = ap.parse_args(argv)
-    cfg = KaleidoConfig.preset(args.preset, array_rows=args.rows, array_cols=args.cols,
-                               accumulators=args.accumulators)
+    cfg = KaleidoConfig.preset(args.preset, array_rows=args.rows, array_cols=args.cols, accumulators=args.accumulators)
     for design in DEFAULT_EMIT:
         print(emit(design, cfg, args.out))
 

@@ -14,14 +14,13 @@ Data path (docs/ENGINE.md)::
     S memory -> s stream (row-major)
 
 The grid and the channel split are elaboration parameters (like the array
-size): unit tables are ROMs built from :func:`kaleido.golden.pe.units`.
+size): unit tables are ROMs built from the loop nest
+(:func:`kaleido.loopnest.batches`).
 :func:`check_engine` and :func:`check_engine_input` reject a grid, split or
 tensor the engine does not support before anything is simulated.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
@@ -30,23 +29,19 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_grid, check_qk
 from ..config import KaleidoConfig
-from ..golden._checks import check_grid, check_qk
-from ..golden.dispatch import WINDOW
-from ..golden.pe import units
-from ..golden.reuse import group_slices
+from ..loopnest import batches
 from ._common import as_config
 from .array import KaleidoArray
 from .detector import ReuseDetector
 from .dispatcher import PassDispatcher
 from .scheduler import Scheduler
 
-__all__ = ["KaleidoEngine", "check_engine", "check_engine_input", "engine_batches", "MAX_TOKENS",
-           "ABSENT_TAG", "s_layout", "qk_layout"]
+__all__ = ["KaleidoEngine", "check_engine", "check_engine_input", "MAX_TOKENS", "s_layout", "qk_layout"]
 
 #: largest head the engine elaborates (its S memory holds N^2 entries)
 MAX_TOKENS = 1024
-ABSENT_TAG = 3
 
 
 def check_engine(config: KaleidoConfig, grid) -> tuple[int, int, int]:
@@ -56,15 +51,17 @@ def check_engine(config: KaleidoConfig, grid) -> tuple[int, int, int]:
     grid = check_grid(grid)
     n = grid[0] * grid[1] * grid[2]
     if n > MAX_TOKENS:
-        raise ValueError(f"grid {grid!r} holds {n} tokens; the engine elaborates at most {MAX_TOKENS} "
-                         "(its accumulation buffer holds N^2 scores)")
+        raise ValueError(
+            f"grid {grid!r} holds {n} tokens; the engine elaborates at most {MAX_TOKENS} "
+            "(its accumulation buffer holds N^2 scores)"
+        )
     if n < 2:
         raise ValueError(f"grid {grid!r} holds {n} token; the engine needs at least 2")
     if (config.array_rows, config.array_cols) != (4, 4):
-        raise ValueError(f"the engine drives a 4x4 array (its schedulers' {WINDOW}-string window is "
-                         f"16 units x 4 rows), not {config.array_rows}x{config.array_cols}")
-    if config.window != WINDOW:
-        raise ValueError(f"the engine's scheduler window is {WINDOW} strings, not {config.window!r}")
+        raise ValueError(
+            f"the engine drives a 4x4 array (its sorted memories hold 4 units per word), "
+            f"not {config.array_rows}x{config.array_cols}"
+        )
     return grid
 
 
@@ -74,21 +71,12 @@ def check_engine_input(Q, K, grid, split, config: KaleidoConfig, engine_grid) ->
     engine_grid = check_engine(config, engine_grid)
     grid, split = check_qk(np.asarray(Q), np.asarray(K), grid, split)
     if grid != engine_grid:
-        raise ValueError(f"grid {grid!r} is not the engine's grid {engine_grid!r} "
-                         "(the grid is an elaboration parameter: build an engine for it)")
+        raise ValueError(
+            f"grid {grid!r} is not the engine's grid {engine_grid!r} "
+            "(the grid is an elaboration parameter: build an engine for it)"
+        )
     if tuple(split) != tuple(config.split):
         raise ValueError(f"split {tuple(split)!r} is not the engine's split {tuple(config.split)!r}")
-
-
-def engine_batches(config: KaleidoConfig, grid):
-    """Per batch, in loop-nest order: ``(group, first_channel, count,
-    units)`` with ``units`` the group's ``(anchor, follower)`` table."""
-    per_group = [units(grid, axis) for _, axis in group_slices(config.split)]
-    out = []
-    for g, (sl, _) in enumerate(group_slices(config.split)):
-        for c0 in range(sl.start, sl.stop, config.batch):
-            out.append((g, c0, min(config.batch, sl.stop - c0), per_group[g]))
-    return out
 
 
 def qk_layout(batch: int) -> data.ArrayLayout:
@@ -104,8 +92,16 @@ def s_layout(width: int) -> data.StructLayout:
 def _lane_layout(batch: int, tw: int) -> data.StructLayout:
     """One unit in pass order: anchor values, follower effective values,
     follower tags, anchor/follower token indices and whether it is paired."""
-    return data.StructLayout({"x": data.ArrayLayout(signed(8), batch), "x1": data.ArrayLayout(signed(8), batch),
-                              "t": data.ArrayLayout(2, batch), "a": tw, "f": tw, "hasf": 1})
+    return data.StructLayout(
+        {
+            "x": data.ArrayLayout(signed(8), batch),
+            "x1": data.ArrayLayout(signed(8), batch),
+            "t": data.ArrayLayout(2, batch),
+            "a": tw,
+            "f": tw,
+            "hasf": 1,
+        }
+    )
 
 
 def _tok_layout(tw: int) -> data.StructLayout:
@@ -139,10 +135,15 @@ class KaleidoEngine(wiring.Component):
         self._config = config
         self.n_tokens = self._grid[0] * self._grid[1] * self._grid[2]
         self.s_width = config.buffer_width()
-        self.batch_table = engine_batches(config, self._grid)
-        super().__init__({"qk": In(stream.Signature(qk_layout(config.batch))),
-                          "s": Out(stream.Signature(s_layout(self.s_width))),
-                          "cycles": Out(32), "busy": Out(1)})
+        self.batch_table = batches(config, self._grid)
+        super().__init__(
+            {
+                "qk": In(stream.Signature(qk_layout(config.batch))),
+                "s": Out(stream.Signature(s_layout(self.s_width))),
+                "cycles": Out(32),
+                "busy": Out(1),
+            }
+        )
 
     @property
     def grid(self):
@@ -162,26 +163,25 @@ class KaleidoEngine(wiring.Component):
         LW = lane_l.size
 
         # ---- elaboration-time tables -------------------------------------
-        group_off, rom_init, off = {}, [], 0
-        for g, (_, axis) in enumerate(group_slices(cfg.split)):
-            u = units(self._grid, axis)
-            group_off[g] = off
-            for a, f in u.tolist():
-                rom_init.append(a | (max(f, 0) << TW) | (int(f >= 0) << (2 * TW)))
-            off += len(u)
-        u_max = max(len(t[3]) for t in self.batch_table)
+        group_off, rom_init = {}, []
+        for t in self.batch_table:
+            if t.group not in group_off:
+                group_off[t.group] = len(rom_init)
+                rom_init += [a | (max(f, 0) << TW) | (int(f >= 0) << (2 * TW)) for a, f in t.units.tolist()]
+        u_max = max(len(t.units) for t in self.batch_table)
         g_max = -(-u_max // 4)
-        b_off = Array(Const(group_off[t[0]], range(len(rom_init) + 1)) for t in self.batch_table)
-        b_units = Array(Const(len(t[3]), range(u_max + 1)) for t in self.batch_table)
-        b_groups = Array(Const(-(-len(t[3]) // 4), range(g_max + 1)) for t in self.batch_table)
-        b_count = Array(Const(t[2], range(B + 1)) for t in self.batch_table)
-        total_passes = sum((-(-len(t[3]) // 4)) ** 2 for t in self.batch_table)
+        b_off = Array(Const(group_off[t.group], range(len(rom_init) + 1)) for t in self.batch_table)
+        b_units = Array(Const(len(t.units), range(u_max + 1)) for t in self.batch_table)
+        b_groups = Array(Const(-(-len(t.units) // 4), range(g_max + 1)) for t in self.batch_table)
+        b_count = Array(Const(t.count, range(B + 1)) for t in self.batch_table)
+        total_passes = sum((-(-len(t.units) // 4)) ** 2 for t in self.batch_table)
+        WINDOW = cfg.window("row")
 
         # ---- memories ------------------------------------------------------
         m.submodules.unit_rom = unit_rom = Memory(shape=2 * TW + 1, depth=len(rom_init), init=rom_init)
         m.submodules.qmem = qmem = Memory(shape=8 * B, depth=N * NB, init=[])
         m.submodules.kmem = kmem = Memory(shape=8 * B, depth=N * NB, init=[])
-        unit_w = 18 * B          # x, x1, t of one unit in anchor order
+        unit_w = 18 * B  # x, x1, t of one unit in anchor order
         m.submodules.urow = urow = Memory(shape=unit_w, depth=u_max, init=[])
         m.submodules.ucol = ucol = Memory(shape=unit_w, depth=u_max, init=[])
         # sorted memories, two banks (batch parity): batch b+1 is scheduled
@@ -204,11 +204,11 @@ class KaleidoEngine(wiring.Component):
         wiring.connect(m, disp.beats, array.slots)
 
         state = Signal(range(4), init=LOAD)
-        bs = Signal(range(NB))          # the batch being scheduled
-        bp = Signal(range(NB))          # the batch whose passes run
-        s_run = Signal()                # the scheduling side is busy with batch bs
-        scheduled = Signal(range(NB + 1))   # batches whose sorted memories are complete
-        issued = Signal(range(NB + 1))      # batches whose passes were all taken
+        bs = Signal(range(NB))  # the batch being scheduled
+        bp = Signal(range(NB))  # the batch whose passes run
+        s_run = Signal()  # the scheduling side is busy with batch bs
+        scheduled = Signal(range(NB + 1))  # batches whose sorted memories are complete
+        issued = Signal(range(NB + 1))  # batches whose passes were all taken
         cycles = Signal(32)
         m.d.comb += [self.cycles.eq(cycles), self.busy.eq(state != LOAD)]
         with m.If((state == RUN) | (state == DRAIN)):
@@ -220,18 +220,23 @@ class KaleidoEngine(wiring.Component):
         in_cnt = Signal(range(2 * N * NB + 1))
         qw, kw = qmem.write_port(), kmem.write_port()
         take_in = self.qk.valid & self.qk.ready
-        m.d.comb += [self.qk.ready.eq(state == LOAD),
-                     qw.addr.eq(in_cnt), kw.addr.eq(in_cnt - N * NB),
-                     qw.data.eq(self.qk.payload.as_value()), kw.data.eq(self.qk.payload.as_value()),
-                     qw.en.eq(take_in & (in_cnt < N * NB)), kw.en.eq(take_in & (in_cnt >= N * NB)),
-                     head_start.eq(take_in & (in_cnt == 2 * N * NB - 1))]
+        m.d.comb += [
+            self.qk.ready.eq(state == LOAD),
+            qw.addr.eq(in_cnt),
+            kw.addr.eq(in_cnt - N * NB),
+            qw.data.eq(self.qk.payload.as_value()),
+            kw.data.eq(self.qk.payload.as_value()),
+            qw.en.eq(take_in & (in_cnt < N * NB)),
+            kw.en.eq(take_in & (in_cnt >= N * NB)),
+            head_start.eq(take_in & (in_cnt == 2 * N * NB - 1)),
+        ]
 
         # ---- SCHED: unit walk -> detectors -> schedulers -> sorted memories -
         u = Signal(range(u_max + 1))
         u_out = Signal(range(u_max + 1))
         rom_w = unit_rom.read_port(domain="comb")
         m.d.comb += rom_w.addr.eq(b_off[bs] + u)
-        wa, wf, whasf = rom_w.data[:TW], rom_w.data[TW:2 * TW], rom_w.data[2 * TW]
+        wa, wf, whasf = rom_w.data[:TW], rom_w.data[TW : 2 * TW], rom_w.data[2 * TW]
         reads = {}
         for name, mem in (("q", qmem), ("k", kmem)):
             ra, rf = mem.read_port(domain="comb"), mem.read_port(domain="comb")
@@ -239,24 +244,35 @@ class KaleidoEngine(wiring.Component):
             reads[name] = (ra.data, rf.data)
         walk = (state == RUN) & s_run & (u < U)
         for det, name in ((det_q, "q"), (det_k, "k")):
-            m.d.comb += [det.i.valid.eq(walk), det.i.payload.anchor.eq(reads[name][0]),
-                         det.i.payload.follower.eq(reads[name][1]),
-                         det.i.payload.count.eq(b_count[bs]), det.i.payload.absent.eq(~whasf)]
+            m.d.comb += [
+                det.i.valid.eq(walk),
+                det.i.payload.anchor.eq(reads[name][0]),
+                det.i.payload.follower.eq(reads[name][1]),
+                det.i.payload.count.eq(b_count[bs]),
+                det.i.payload.absent.eq(~whasf),
+            ]
         with m.If(walk & det_q.i.ready):
             m.d.sync += u.eq(u + 1)
         both = sch_row.i.ready & sch_col.i.ready
-        m.d.comb += [sch_row.i.valid.eq(det_q.o.valid & sch_col.i.ready),
-                     sch_col.i.valid.eq(det_k.o.valid & sch_row.i.ready),
-                     sch_row.i.payload.string.eq(det_q.o.payload.string),
-                     sch_col.i.payload.string.eq(det_k.o.payload.string),
-                     sch_row.i.payload.last.eq(u_out + 1 == U), sch_col.i.payload.last.eq(u_out + 1 == U),
-                     det_q.o.ready.eq(both), det_k.o.ready.eq(both)]
+        m.d.comb += [
+            sch_row.i.valid.eq(det_q.o.valid & sch_col.i.ready),
+            sch_col.i.valid.eq(det_k.o.valid & sch_row.i.ready),
+            sch_row.i.payload.string.eq(det_q.o.payload.string),
+            sch_col.i.payload.string.eq(det_k.o.payload.string),
+            sch_row.i.payload.last.eq(u_out + 1 == U),
+            sch_col.i.payload.last.eq(u_out + 1 == U),
+            det_q.o.ready.eq(both),
+            det_k.o.ready.eq(both),
+        ]
         take_s = det_q.o.valid & both
         for det, mem, eff in ((det_q, urow, "row_eff"), (det_k, ucol, "col_eff")):
             wp = mem.write_port()
             o = det.o.payload
-            m.d.comb += [wp.addr.eq(u_out), wp.en.eq(take_s),
-                         wp.data.eq(Cat(o.anchor.as_value(), getattr(o, eff).as_value(), o.cls.as_value()))]
+            m.d.comb += [
+                wp.addr.eq(u_out),
+                wp.en.eq(take_s),
+                wp.data.eq(Cat(o.anchor.as_value(), getattr(o, eff).as_value(), o.cls.as_value())),
+            ]
         with m.If(take_s):
             m.d.sync += u_out.eq(u_out + 1)
 
@@ -283,7 +299,7 @@ class KaleidoEngine(wiring.Component):
         # ---- PASSES: pass former -> dispatcher; pass tokens into a ring ------
         rg = Signal(range(g_max + 1))
         cg = Signal(range(g_max + 1))
-        done_passes = Signal(range(total_passes + 1))   # T3 tiles seen at the last PE
+        done_passes = Signal(range(total_passes + 1))  # T3 tiles seen at the last PE
         G = b_groups[bp]
         rr, rc = srow.read_port(domain="comb"), scol.read_port(domain="comb")
         bank = Mux(bp[0], g_max, 0)
@@ -294,21 +310,27 @@ class KaleidoEngine(wiring.Component):
         # cycles after its last beat, so a ring entry is rewritten 4 passes
         # (>= 15 cycles after that beat) later, long after its last tile
         RING = 4
-        ring = Array(Signal(data.StructLayout({"rows": data.ArrayLayout(tok_l, R),
-                                               "cols": data.ArrayLayout(tok_l, C), "first": 1}),
-                            name=f"ring{i}") for i in range(RING))
+        ring = Array(
+            Signal(
+                data.StructLayout({"rows": data.ArrayLayout(tok_l, R), "cols": data.ArrayLayout(tok_l, C), "first": 1}),
+                name=f"ring{i}",
+            )
+            for i in range(RING)
+        )
         wr = Signal(range(RING))
         info = Signal.like(ring[0])
         for side, word, base, ports, n_units in (("rows", rr.data, rg, pw.rows, R), ("cols", rc.data, cg, pw.cols, C)):
             for x in range(n_units):
-                ln = data.View(lane_l, word[x * LW:(x + 1) * LW])
+                ln = data.View(lane_l, word[x * LW : (x + 1) * LW])
                 present = (base * 4 + x) < Up
                 port = ports[x]
-                m.d.comb += [port.present.eq(present),
-                             port.x.eq(Mux(present, ln.x.as_value(), 0)),
-                             port.x1.eq(Mux(present, ln.x1.as_value(), 0)),
-                             # a padding unit: every tag ABSENT (3), as golden pass_operands
-                             port.t.eq(Mux(present, ln.t.as_value(), (1 << 2 * B) - 1))]
+                m.d.comb += [
+                    port.present.eq(present),
+                    port.x.eq(Mux(present, ln.x.as_value(), 0)),
+                    port.x1.eq(Mux(present, ln.x1.as_value(), 0)),
+                    # a padding unit: every tag ABSENT (3), as golden pass_operands
+                    port.t.eq(Mux(present, ln.t.as_value(), (1 << 2 * B) - 1)),
+                ]
                 tok = getattr(info, side)[x]
                 m.d.comb += [tok.a.eq(ln.a), tok.f.eq(ln.f), tok.ap.eq(present), tok.fp.eq(present & ln.hasf)]
         # A batch's first pass waits until the array has drained the previous
@@ -319,9 +341,13 @@ class KaleidoEngine(wiring.Component):
         # same entry in the same cycle (two writes, one lost).
         issued_passes = Signal(range(total_passes + 1))
         first_of_batch = (rg == 0) & (cg == 0)
-        m.d.comb += [pw.count.eq(b_count[bp]), info.first.eq(bp == 0),
-                     disp.passes.valid.eq((state == RUN) & (scheduled > bp) & (issued == bp) &
-                                          (~first_of_batch | (done_passes == issued_passes)))]
+        m.d.comb += [
+            pw.count.eq(b_count[bp]),
+            info.first.eq(bp == 0),
+            disp.passes.valid.eq(
+                (state == RUN) & (scheduled > bp) & (issued == bp) & (~first_of_batch | (done_passes == issued_passes))
+            ),
+        ]
         take_pass = disp.passes.valid & disp.passes.ready
         last_pass = (rg + 1 == G) & (cg + 1 == G)
         with m.If(take_pass):
@@ -347,8 +373,12 @@ class KaleidoEngine(wiring.Component):
                 self.acc_ports.append((we, addr))
                 m.d.comb += [addr.eq(i * N + j), we.eq(t.valid & ok)]
                 rp, wp = smem.read_port(domain="comb"), smem.write_port()
-                m.d.comb += [rp.addr.eq(addr), wp.addr.eq(addr), wp.en.eq(we),
-                             wp.data.eq(Mux(ent.first, t.value, rp.data + t.value))]
+                m.d.comb += [
+                    rp.addr.eq(addr),
+                    wp.addr.eq(addr),
+                    wp.en.eq(we),
+                    wp.data.eq(Mux(ent.first, t.value, rp.data + t.value)),
+                ]
                 with m.If(t.valid & (ph == 3)):
                     m.d.sync += ptr.eq(ptr + 1)
                     if (r, c) == (R - 1, C - 1):
@@ -357,8 +387,12 @@ class KaleidoEngine(wiring.Component):
         # ---- OUT: S row-major ------------------------------------------------
         o_addr = Signal(range(N * N))
         ro = smem.read_port(domain="comb")
-        m.d.comb += [ro.addr.eq(o_addr), self.s.valid.eq(state == OUT),
-                     self.s.payload.value.eq(ro.data), self.s.payload.last.eq(o_addr == N * N - 1)]
+        m.d.comb += [
+            ro.addr.eq(o_addr),
+            self.s.valid.eq(state == OUT),
+            self.s.payload.value.eq(ro.data),
+            self.s.payload.last.eq(o_addr == N * N - 1),
+        ]
 
         # ---- control ---------------------------------------------------------
         sched_reset = [u.eq(0), u_out.eq(0)] + [s_.eq(0) for pair in sorted_ptrs for s_ in pair]
@@ -369,9 +403,20 @@ class KaleidoEngine(wiring.Component):
                 with m.If(take_in):
                     m.d.sync += in_cnt.eq(in_cnt + 1)
                     with m.If(in_cnt == 2 * N * NB - 1):
-                        m.d.sync += [state.eq(RUN), bs.eq(0), bp.eq(0), s_run.eq(1), scheduled.eq(0),
-                                     issued.eq(0), rg.eq(0), cg.eq(0), in_cnt.eq(0), cycles.eq(0),
-                                     done_passes.eq(0), issued_passes.eq(0)] + sched_reset
+                        m.d.sync += [
+                            state.eq(RUN),
+                            bs.eq(0),
+                            bp.eq(0),
+                            s_run.eq(1),
+                            scheduled.eq(0),
+                            issued.eq(0),
+                            rg.eq(0),
+                            cg.eq(0),
+                            in_cnt.eq(0),
+                            cycles.eq(0),
+                            done_passes.eq(0),
+                            issued_passes.eq(0),
+                        ] + sched_reset
             with m.Case(RUN):
                 # scheduling side: batch bs done -> the next one, once its bank
                 # is free (batch bs - 1's passes all taken)

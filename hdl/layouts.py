@@ -1,32 +1,31 @@
-"""Port layouts shared by the PE, the array and the testbenches.
-
-Two-bit tags: NONE = 0, PARTIAL = 1, FULL = 2, ABSENT = 3 (spec sec. 3).
-"""
+"""Port layouts shared by the PE, the array and the testbenches. Tags,
+slot kinds and phases have the shapes of :mod:`kaleido.hdl.encoding`."""
 
 from amaranth import signed
 from amaranth.lib import data
 
+from .encoding import Phase, SlotKind, Tag
+
 __all__ = ["ROW", "COL", "CTL", "tile_layout", "slot_layout"]
 
 #: one row port: two int8 row operands and the row follower's class for each
-ROW = data.StructLayout({"r0": signed(8), "r1": signed(8), "q0": 2, "q1": 2})
+ROW = data.StructLayout({"r0": signed(8), "r1": signed(8), "q0": Tag, "q1": Tag})
 
 #: one column port: 8 bits (int8 in FULL8; two low nibbles in DUAL_LO) and
 #: the column follower's class for each of the (up to two) channels
-COL = data.StructLayout({"k": 8, "k0": 2, "k1": 2})
+COL = data.StructLayout({"k": 8, "k0": Tag, "k1": Tag})
 
 #: control that travels with the row operands: ``slot`` = 1 when the beat
 #: carries a slot (0: a bubble), ``kind`` 0 = FULL8 / 1 = DUAL_LO, ``phase``
 #: T0..T3, ``last`` = the beat ends its phase (drain and register moves)
-CTL = data.StructLayout({"slot": 1, "kind": 1, "phase": 2, "last": 1})
+CTL = data.StructLayout({"slot": 1, "kind": SlotKind, "phase": Phase, "last": 1})
 
 
 def tile_layout(acc_width: int) -> data.StructLayout:
     """One PE's drain port: ``valid`` pulses one cycle with the phase's tile."""
-    return data.StructLayout({"valid": 1, "phase": 2, "value": signed(acc_width)})
+    return data.StructLayout({"valid": 1, "phase": Phase, "value": signed(acc_width)})
 
 
 def slot_layout(rows: int, cols: int) -> data.StructLayout:
     """The array's unskewed input beat: control, every row port, every column port."""
-    return data.StructLayout({"ctl": CTL, "rows": data.ArrayLayout(ROW, rows),
-                              "cols": data.ArrayLayout(COL, cols)})
+    return data.StructLayout({"ctl": CTL, "rows": data.ArrayLayout(ROW, rows), "cols": data.ArrayLayout(COL, cols)})

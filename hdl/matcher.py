@@ -7,15 +7,14 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
 from ._common import as_config
+from .encoding import Need, Phase
 
-__all__ = ["Matcher", "matcher_in_layout", "matcher_out_layout", "SKIP", "HALF", "FULL"]
-
-SKIP, HALF, FULL = 0, 1, 2
+__all__ = ["Matcher", "matcher_in_layout", "matcher_out_layout"]
 
 
 def matcher_in_layout(batch: int) -> data.StructLayout:
-    """One job: a phase and each channel's need (0 SKIP, 1 HALF, 2 FULL)."""
-    return data.StructLayout({"need": data.ArrayLayout(2, batch), "phase": 2})
+    """One job: a phase and each channel's :class:`Need`."""
+    return data.StructLayout({"need": data.ArrayLayout(Need, batch), "phase": Phase})
 
 
 def matcher_out_layout(batch: int) -> data.StructLayout:
@@ -37,8 +36,12 @@ class Matcher(wiring.Component):
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)
         self._config = config
-        super().__init__({"i": In(stream.Signature(matcher_in_layout(config.batch))),
-                          "o": Out(stream.Signature(matcher_out_layout(config.batch)))})
+        super().__init__(
+            {
+                "i": In(stream.Signature(matcher_in_layout(config.batch))),
+                "o": Out(stream.Signature(matcher_out_layout(config.batch))),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -96,7 +99,7 @@ class Matcher(wiring.Component):
             m.d.sync += [
                 busy.eq(1),
                 phase.eq(self.i.payload.phase),
-                pending.eq(Cat(*[need[c] != SKIP for c in range(B)])),
-                half.eq(Cat(*[need[c] == HALF for c in range(B)])),
+                pending.eq(Cat(*[need[c] != Need.SKIP for c in range(B)])),
+                half.eq(Cat(*[need[c] == Need.HALF for c in range(B)])),
             ]
         return m

@@ -6,47 +6,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
 from ._common import as_config
+from .encoding import SlotKind, register_parts_decoder
 from .layouts import COL, CTL, ROW, tile_layout
 
-__all__ = ["KaleidoPE", "NONE", "PARTIAL", "FULL", "ABSENT", "FULL8", "DUAL_LO"]
-
-NONE, PARTIAL, FULL, ABSENT = 0, 1, 2, 3
-FULL8, DUAL_LO = 0, 1
-_LO, _HI = 1, 2
-
-
-def _parts(phase, q, k, accumulators):
-    """Decode of spec sec. 5's table as logic: per register, a 2-bit part
-    (bit 0 = p_lo, bit 1 = p_hi) for phase one-hot ``phase``, tags q, k."""
-    qF, qA = q == FULL, q == ABSENT
-    kF, kP, kN, kA = k == FULL, k == PARTIAL, k == NONE, k == ABSENT
-
-    def part(lo, hi):
-        return Cat(*(Const(x, 1) if isinstance(x, int) else x for x in (lo, hi)))
-
-    zero = Const(0, 2)
-    t0, t1, t2, t3 = phase
-    # T0: R0 = T0 takes p; R1 = T1 takes p (k FULL) or p_hi (k PARTIAL);
-    #     R2 = T2 takes p if q FULL; R3 = T3 (4 acc.) p (qF,kF) / p_hi (qF,kP)
-    r0 = Mux(t0, part(1, 1), zero)
-    r1 = Mux(t0, part(kF, kF | kP), zero)
-    r2 = Mux(t0, part(qF, qF), zero)
-    r3 = Mux(t0, part(qF & kF, qF & (kF | kP)), zero)
-    # T1 (skipped for an absent column): R0 = T1 own, R1 = T3 when q FULL
-    own1 = part(kP | kN, kN)
-    r0 = Mux(t1 & ~kA, own1, r0)
-    r1 = Mux(t1 & ~kA, Mux(qF, own1, zero), r1)
-    # T2 (skipped for an absent row): R0 = T2 own, R1 = T3 when q not FULL
-    r0 = Mux(t2 & ~qA, Mux(qF, zero, part(1, 1)), r0)
-    r1 = Mux(t2 & ~qA, Mux(qF, zero, part(kF, kF | kP)), r1)
-    # T3 (skipped for either absent): R0 = T3 own
-    if accumulators == 3:
-        own3 = Mux(qF, part(kF, kF | kP), part(kP | kN, kN))
-    else:
-        own3 = Mux(qF, zero, part(kP | kN, kN))
-    r0 = Mux(t3 & ~qA & ~kA, own3, r0)
-    regs = [r0, r1, r2] + ([r3] if accumulators == 4 else [])
-    return regs
+__all__ = ["KaleidoPE"]
 
 
 class KaleidoPE(wiring.Component):
@@ -79,11 +42,17 @@ class KaleidoPE(wiring.Component):
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)
         self._config = config
-        super().__init__({
-            "row_in": In(ROW), "ctl_in": In(CTL), "col_in": In(COL),
-            "row_out": Out(ROW), "ctl_out": Out(CTL), "col_out": Out(COL),
-            "tile": Out(tile_layout(config.acc_width)),
-        })
+        super().__init__(
+            {
+                "row_in": In(ROW),
+                "ctl_in": In(CTL),
+                "col_in": In(COL),
+                "row_out": Out(ROW),
+                "ctl_out": Out(CTL),
+                "col_out": Out(COL),
+                "tile": Out(tile_layout(config.acc_width)),
+            }
+        )
 
     @property
     def config(self):
@@ -103,7 +72,7 @@ class KaleidoPE(wiring.Component):
         # forward operands and control (systolic)
         m.d.sync += [self.row_out.eq(row), self.col_out.eq(col), self.ctl_out.eq(ctl)]
 
-        dual = ctl.kind == DUAL_LO
+        dual = ctl.kind == SlotKind.DUAL_LO
         # multiplier A: r0 * lo(k), unsigned nibble -> 13-bit signed product
         mul_a = Signal(signed(13))
         m.d.comb += mul_a.eq(row.r0 * Cat(col.k[0:4], Const(0, 1)).as_signed())
@@ -116,9 +85,9 @@ class KaleidoPE(wiring.Component):
         mul_b_sh = Signal(signed(17))
         m.d.comb += mul_b_sh.eq(Mux(dual, mul_b, mul_b << 4))
 
-        phase = [ctl.phase == i for i in range(4)]
-        parts_a = _parts(phase, row.q0, col.k0, n_acc)
-        parts_b = _parts(phase, row.q1, col.k1, n_acc)
+        # per register, the parts it adds (spec sec. 5's table, kaleido.encoding)
+        parts_a = register_parts_decoder(m, "parts_a", ctl.phase, row.q0, col.k0, n_acc)
+        parts_b = register_parts_decoder(m, "parts_b", ctl.phase, row.q1, col.k1, n_acc)
 
         # one shared sum p = mulA + mulB'; each register adds one of
         # {0, mulA, mulB', p} chosen by its two enables: one adder per register
@@ -146,8 +115,7 @@ class KaleidoPE(wiring.Component):
             m.d.comb += new[i].eq(regs[i] + addend)
 
         with m.If(ctl.last):
-            m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(ctl.phase),
-                         self.tile.value.eq(new[0])]
+            m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(ctl.phase), self.tile.value.eq(new[0])]
             zero = Const(0, signed(W))
             moves = {  # next value of each register after the phase's drain
                 0: [new[1], new[3] if n_acc == 4 else zero, new[2]] + ([zero] if n_acc == 4 else []),
@@ -158,7 +126,7 @@ class KaleidoPE(wiring.Component):
             with m.Switch(ctl.phase):
                 for p, nxt in moves.items():
                     with m.Case(p):
-                        m.d.sync += [r.eq(v) for r, v in zip(regs, nxt)]
+                        m.d.sync += [r.eq(v) for r, v in zip(regs, nxt, strict=True)]
         with m.Else():
-            m.d.sync += [self.tile.valid.eq(0)] + [r.eq(v) for r, v in zip(regs, new)]
+            m.d.sync += [self.tile.valid.eq(0)] + [r.eq(v) for r, v in zip(regs, new, strict=True)]
         return m

@@ -1,13 +1,11 @@
 """Hamming-clustering scheduler (paper fig. 16 left, spec sec. 8)."""
 
-
 from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig
+from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, lfsr_steps, pivot_bits
 from ._common import as_config
-from ..golden.dispatch import CLUSTERS, LFSR_LEAP, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, WINDOW
 
 __all__ = ["Scheduler", "scheduler_in_layout", "scheduler_out_layout"]
 
@@ -17,16 +15,16 @@ def scheduler_in_layout(batch: int) -> data.StructLayout:
     return data.StructLayout({"string": batch, "last": 1})
 
 
-def scheduler_out_layout() -> data.StructLayout:
+def scheduler_out_layout(window: int) -> data.StructLayout:
     """One queue position of the window, in cluster order; ``last`` marks
     the window's final position."""
-    return data.StructLayout({"index": range(WINDOW), "cluster": range(CLUSTERS), "last": 1})
+    return data.StructLayout({"index": range(window), "cluster": range(CLUSTERS), "last": 1})
 
 
-def _lfsr_leap(state):
-    """``LFSR_LEAP`` steps of the golden LFSR as combinational logic."""
+def _lfsr_leap(state, steps: int):
+    """``steps`` steps of the configuration's LFSR as combinational logic."""
     bits = list(state)
-    for _ in range(LFSR_LEAP):
+    for _ in range(steps):
         fb = bits[LFSR_TAPS[0]]
         for t in LFSR_TAPS[1:]:
             fb = fb ^ bits[t]
@@ -35,11 +33,11 @@ def _lfsr_leap(state):
 
 
 class Scheduler(wiring.Component):
-    """Windows of up to 64 reuse strings in (``i``), queue positions out in
-    cluster order (``o``).
+    """Windows of up to ``config.window("row")`` reuse strings (64 on the
+    4x4 array) in (``i``), queue positions out in cluster order (``o``).
 
-    Per window: LOAD takes one string per cycle into the 64-entry string
-    queue until 64 arrived or ``last``; DRAW takes one leap-forward LFSR draw
+    Per window: LOAD takes one string per cycle into the string queue until
+    a window's worth arrived or ``last``; DRAW takes one leap-forward LFSR draw
     per cycle until ``min(4, m)`` distinct pivots below ``m`` are chosen;
     ASSIGN sends one string per cycle to the nearest (Hamming distance by XOR
     and an adder tree) non-full cluster, ties to the lowest index; OUTPUT
@@ -51,13 +49,24 @@ class Scheduler(wiring.Component):
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)
         self._config = config
-        super().__init__({"i": In(stream.Signature(scheduler_in_layout(config.batch))),
-                          "o": Out(stream.Signature(scheduler_out_layout()))})
+        self._window = config.window("row")
+        super().__init__(
+            {
+                "i": In(stream.Signature(scheduler_in_layout(config.batch))),
+                "o": Out(stream.Signature(scheduler_out_layout(self._window))),
+            }
+        )
+
+    @property
+    def window(self) -> int:
+        """Strings per window."""
+        return self._window
 
     def elaborate(self, platform):
         m = Module()
         B = self._config.batch
         K = CLUSTERS
+        WINDOW = self._window
         cap_max = WINDOW // K
         queue = Array(Signal(B, name=f"q{i}") for i in range(WINDOW))
         clusters = [Array(Signal(range(WINDOW), name=f"c{j}_{i}") for i in range(cap_max)) for j in range(K)]
@@ -65,7 +74,7 @@ class Scheduler(wiring.Component):
         pivots = Array(Signal(range(WINDOW), name=f"pivot{j}") for j in range(K))
         pivot_str = [Signal(B, name=f"pivot_str{j}") for j in range(K)]
         n_piv = Signal(range(K + 1))
-        count = Signal(range(WINDOW + 1))       # m, strings in the window
+        count = Signal(range(WINDOW + 1))  # m, strings in the window
         pos = Signal(range(WINDOW + 1))
         lfsr = Signal(LFSR_WIDTH, init=LFSR_SEED)
         out_cluster = Signal(range(K))
@@ -98,8 +107,8 @@ class Scheduler(wiring.Component):
                         m.d.sync += n_piv.eq(0)
                         m.next = "DRAW"
             with m.State("DRAW"):
-                nxt = _lfsr_leap(lfsr)
-                idx = nxt[:6]
+                nxt = _lfsr_leap(lfsr, lfsr_steps(WINDOW))
+                idx = nxt[: pivot_bits(WINDOW)]
                 dup = Const(0)
                 for j in range(K):
                     dup = dup | ((j < n_piv) & (pivots[j] == idx))
@@ -119,7 +128,7 @@ class Scheduler(wiring.Component):
                 for j in range(K):
                     x = s ^ pivot_str[j]
                     d = Signal(range(B + 1), name=f"dist{j}")
-                    m.d.comb += d.eq(sum(x[i] for i in range(B)))   # adder tree
+                    m.d.comb += d.eq(sum(x[i] for i in range(B)))  # adder tree
                     ok = (j < need_piv) & (fill[j] < cap)
                     take = ok & (d < best_d)
                     best = Mux(take, j, best)

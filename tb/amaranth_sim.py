@@ -6,8 +6,7 @@ from __future__ import annotations
 from amaranth.sim import Simulator
 
 from kaleido.hdl.array import KaleidoArray
-
-from .driver import BeatEncoder, stall_pattern
+from kaleido.tb.driver import BeatEncoder, stall_pattern
 
 __all__ = ["simulate_array"]
 
@@ -41,7 +40,7 @@ def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0, 
             if valid:
                 ctx.set(dut.slots.payload.as_value(), words[i])
             if not hold:
-                for (r, c) in drains:
+                for r, c in drains:
                     t = dut.tiles[r][c]
                     if ctx.get(t.valid):
                         drains[(r, c)].append((ctx.get(t.phase), ctx.get(t.value)))
@@ -72,8 +71,7 @@ def simulate_pe(config, beats):
     :class:`KaleidoPE`, one per cycle; return the drains ``(phase, value)``."""
     from kaleido.hdl.layouts import COL, CTL, ROW
     from kaleido.hdl.pe import KaleidoPE
-
-    from .driver import Packer, TileDecoder
+    from kaleido.tb.driver import Packer, TileDecoder
 
     dut = KaleidoPE(config)
     pack_row, pack_col, pack_ctl = Packer(ROW), Packer(COL), Packer(CTL)
@@ -82,11 +80,15 @@ def simulate_pe(config, beats):
 
     async def bench(ctx):
         for b in beats:
-            ctx.set(dut.row_in.as_value(), pack_row({("r0",): b.r0[0], ("r1",): b.r1[0],
-                                                     ("q0",): b.q0[0], ("q1",): b.q1[0]}))
+            ctx.set(
+                dut.row_in.as_value(),
+                pack_row({("r0",): b.r0[0], ("r1",): b.r1[0], ("q0",): b.q0[0], ("q1",): b.q1[0]}),
+            )
             ctx.set(dut.col_in.as_value(), pack_col({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0]}))
-            ctx.set(dut.ctl_in.as_value(), pack_ctl({("slot",): b.slot, ("kind",): b.kind,
-                                                     ("phase",): b.phase, ("last",): b.last}))
+            ctx.set(
+                dut.ctl_in.as_value(),
+                pack_ctl({("slot",): b.slot, ("kind",): b.kind, ("phase",): b.phase, ("last",): b.last}),
+            )
             await ctx.tick()
             valid, phase, value = decode(ctx.get(dut.tile.as_value()))
             if valid:
@@ -99,8 +101,7 @@ def simulate_pe(config, beats):
     return out
 
 
-def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, max_cycles=200000,
-                    ports=("i", "o")):
+def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, max_cycles=200000, ports=("i", "o")):
     """Push ``words`` through ``dut.i`` (valid dropped on stalled cycles) and
     collect ``dut.o`` payloads (ready dropped on stalled cycles); returns
     ``(outputs, cycles)``. Stops once every input went in and the output was
@@ -138,15 +139,15 @@ def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, ma
     return out, cycles[0]
 
 
-def simulate_engine(config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0,
-                    max_cycles=2_000_000, head_grid=None):
+def simulate_engine(
+    config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0, max_cycles=2_000_000, head_grid=None
+):
     """One head through a :class:`KaleidoEngine` built for ``grid`` in the
     Amaranth simulator; returns ``(S, compute_cycles, total_cycles)``.
     ``head_grid`` is the head's own grid (default: the engine's); a head
     the engine cannot take is rejected before anything is built."""
     from kaleido.hdl.engine import KaleidoEngine, check_engine_input
-
-    from .engine_io import decode_scores, engine_words
+    from kaleido.tb.engine_io import decode_scores, engine_words
 
     check_engine_input(Q, K, grid if head_grid is None else head_grid, config.split, config, grid)
     dut = KaleidoEngine(config, grid)
@@ -176,8 +177,10 @@ def simulate_engine(config, grid, Q, K, *, in_stall="none", out_stall="none", se
             # monitor: the accumulate lanes never write one S entry twice in a cycle
             hits = [ctx.get(a) for we, a in dut.acc_ports if ctx.get(we)]
             if len(hits) != len(set(hits)):
-                raise AssertionError(f"cycle {cycle}: two accumulate lanes write S entries {sorted(hits)} "
-                                     "in the same cycle (one update would be lost)")
+                raise AssertionError(
+                    f"cycle {cycle}: two accumulate lanes write S entries {sorted(hits)} "
+                    "in the same cycle (one update would be lost)"
+                )
             cycle += 1
             await ctx.tick()
         res["total"] = cycle

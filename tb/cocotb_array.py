@@ -12,9 +12,9 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
+from kaleido.model import VARIANTS, run_model, stream_cycles
 from kaleido.tb.cocotb_util import ArrayDriver, seed, start
 from kaleido.tb.driver import expected_drains
-from kaleido.model import VARIANTS, run_model, stream_cycles
 from kaleido.tb.passes import coverage_pass, make_workload, random_pass, split_and_place, workload_passes
 from kaleido.tb.runner import config_from_env
 
@@ -63,8 +63,7 @@ async def stalls(dut):
     s = seed()
     rng = np.random.default_rng(s)
     await start(dut)
-    for in_stall, out_stall in (("random", "none"), ("none", "random"), ("every4", "random"),
-                                ("random", "every4")):
+    for in_stall, out_stall in (("random", "none"), ("none", "random"), ("every4", "random"), ("random", "every4")):
         drv = ArrayDriver(dut, CFG)
         beats = []
         for _ in range(6):
@@ -81,9 +80,13 @@ async def workloads(dut):
     odd extents, odd channel counts per batch, unpaired rows and columns."""
     s = seed()
     await start(dut)
-    cases = [("video", (2, 3, 3), (5, 3, 4), "pe-m"), ("random", (3, 2, 3), (3, 4, 1), "pe"),
-             ("constant", (2, 4, 2), (2, 2, 3), "full"), ("video", (1, 5, 4), (7, 1, 2), "full"),
-             ("video", (2, 4, 4), (9, 4, 3), "pe-sh")]
+    cases = [
+        ("video", (2, 3, 3), (5, 3, 4), "pe-m"),
+        ("random", (3, 2, 3), (3, 4, 1), "pe"),
+        ("constant", (2, 4, 2), (2, 2, 3), "full"),
+        ("video", (1, 5, 4), (7, 1, 2), "full"),
+        ("video", (2, 4, 4), (9, 4, 3), "pe-sh"),
+    ]
     for kind, grid, split, variant in cases:
         cfg = CFG.replace(split=split)
         scheduler, matcher = VARIANTS[variant]
@@ -98,8 +101,10 @@ async def workloads(dut):
         model = run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant)
         measured = drv.last_tile_cycle + 1
         assert measured == model.cycles, f"seed {s}: {kind} {variant}: RTL {measured} cycles, model {model.cycles}"
-        dut._log.info(f"{kind} grid {grid} split {split} {variant}: {len(passes)} passes, "
-                      f"{len(beats)} beats, {measured} cycles = model, exact")
+        dut._log.info(
+            f"{kind} grid {grid} split {split} {variant}: {len(passes)} passes, "
+            f"{len(beats)} beats, {measured} cycles = model, exact"
+        )
 
 
 @cocotb.test()
@@ -164,6 +169,8 @@ async def soak(dut):
         cycles += drv.cycle
         chunks += 1
         if chunks % 10 == 0:
-            dut._log.info(f"soak: {cycles:,} / {target:,} cycles, {chunks} chunks, "
-                          f"{cycles / (time.perf_counter() - t0):.0f} cycles/s, 0 mismatches")
+            dut._log.info(
+                f"soak: {cycles:,} / {target:,} cycles, {chunks} chunks, "
+                f"{cycles / (time.perf_counter() - t0):.0f} cycles/s, 0 mismatches"
+            )
     dut._log.info(f"soak done: {cycles:,} cycles in {chunks} chunks, 0 mismatches (seed {s})")

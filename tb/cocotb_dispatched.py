@@ -8,7 +8,7 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import FallingEdge, Timer
 
-from kaleido.golden.pe import iter_passes, pass_beats
+from kaleido.golden.loopnest import iter_passes
 from kaleido.hdl.dispatcher import pass_layout
 from kaleido.model import run_model
 from kaleido.tb.cocotb_util import seed, start
@@ -23,10 +23,9 @@ def _passes(w, cfg):
     pack = Packer(pass_layout(cfg.array_rows, cfg.array_cols, cfg.batch))
     words, beats = [], []
     for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg):
-        A, q, B, k = ps["A"], ps["q"], ps["B"], ps["k"]
-        beats += pass_beats(A, q, B, k, ps["slots"], accumulators=cfg.accumulators,
-                            rows_present=ps["rows_present"], cols_present=ps["cols_present"])
-        words.append(pass_word(pack, A, q, ps["rows_present"], B, k, ps["cols_present"]))
+        A, q, B, k = ps.A, ps.q, ps.B, ps.k
+        beats += ps.beats(cfg.accumulators)
+        words.append(pass_word(pack, A, q, ps.rows_present, B, k, ps.cols_present))
     return words, beats
 
 
@@ -76,6 +75,7 @@ async def head_through_dispatcher(dut):
             assert drains == exp, f"seed {s} {kind} hold={hold}: drains differ"
             if hold == "none":  # the model assumes always-valid, always-ready boundaries
                 model = run_model(w.q, w.k, w.grid, w.split, CFG, variant="pe-m", pass_gap=1)
-                assert last_tile + 1 == model.cycles, \
+                assert last_tile + 1 == model.cycles, (
                     f"seed {s} {kind}: RTL {last_tile + 1} cycles, model {model.cycles}"
+                )
             dut._log.info(f"{kind} {grid} hold={hold}: {len(words)} passes, {last_tile + 1} cycles, exact")

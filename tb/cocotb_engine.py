@@ -60,8 +60,10 @@ async def run_head(dut, w, in_stall="none", out_stall="none", s=0):
                 break
         await FallingEdge(dut.clk)
         if cycle > limit:
-            raise AssertionError(f"engine did not finish a head in {limit} cycles "
-                                 f"({i} of {len(words)} words in, {len(values)} scores out)")
+            raise AssertionError(
+                f"engine did not finish a head in {limit} cycles "
+                f"({i} of {len(words)} words in, {len(values)} scores out)"
+            )
     dut.qk__valid.value = 0
     dut.s__ready.value = 0
     return decode_scores(values, N, SW), compute, cycle, timing
@@ -70,8 +72,10 @@ async def run_head(dut, w, in_stall="none", out_stall="none", s=0):
 def _check(S, compute, total, timing, w, stalled, label):
     ref = reuse_scores(w.q, w.k, w.grid, w.split, CFG.F, CFG.P)
     bad = np.argwhere(S != ref)
-    assert not len(bad), f"{label}: {len(bad)} scores differ, first at {tuple(bad[0])}: " \
-                         f"RTL {S[tuple(bad[0])]}, golden {ref[tuple(bad[0])]}"
+    assert not len(bad), (
+        f"{label}: {len(bad)} scores differ, first at {tuple(bad[0])}: "
+        f"RTL {S[tuple(bad[0])]}, golden {ref[tuple(bad[0])]}"
+    )
     assert compute == timing.compute, f"{label}: RTL {compute} compute cycles, model {timing.compute}"
     if not stalled:
         assert total == timing.total, f"{label}: RTL {total} cycles in all, model {timing.total}"
@@ -84,17 +88,20 @@ async def heads(dut):
     s = seed()
     dut._log.info(f"seed {s} grid {GRID} split {CFG.split} batch {CFG.batch}")
     await start(dut)
-    cases = [("video", "none", "none"), ("random", "random", "none"), ("constant", "none", "random"),
-             ("video", "random", "random"), ("random", "every4", "every4")]
+    cases = [
+        ("video", "none", "none"),
+        ("random", "random", "none"),
+        ("constant", "none", "random"),
+        ("video", "random", "random"),
+        ("random", "every4", "every4"),
+    ]
     if N > 128:  # a 256-token head streams 65,536 scores out: two heads keep the suite short
         cases = [("video", "none", "none"), ("random", "random", "random")]
     for n, (kind, ins, outs) in enumerate(cases):
         w = make_workload(kind, GRID, CFG.split, s + n)
         S, compute, total, t = await run_head(dut, w, ins, outs, s + n)
-        _check(S, compute, total, t, w, ins != "none" or outs != "none",
-                   f"seed {s} {kind} in={ins} out={outs}")
-        dut._log.info(f"{kind:8s} in={ins:6s} out={outs:6s}: compute {compute} (model {t.compute}), "
-                      f"total {total}")
+        _check(S, compute, total, t, w, ins != "none" or outs != "none", f"seed {s} {kind} in={ins} out={outs}")
+        dut._log.info(f"{kind:8s} in={ins:6s} out={outs:6s}: compute {compute} (model {t.compute}), total {total}")
 
 
 @cocotb.test()
@@ -145,6 +152,7 @@ async def soak(dut):
         cycles += total
         heads_run += 1
         if heads_run % 10 == 0:
-            dut._log.info(f"soak: {heads_run} heads, {cycles:,d}/{target:,d} cycles, "
-                          f"{time.time() - t0:.0f} s, 0 mismatches")
+            dut._log.info(
+                f"soak: {heads_run} heads, {cycles:,d}/{target:,d} cycles, {time.time() - t0:.0f} s, 0 mismatches"
+            )
     dut._log.info(f"soak done: {heads_run} heads, {cycles:,d} cycles, 0 mismatches, seed {s}")

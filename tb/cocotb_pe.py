@@ -10,7 +10,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from kaleido.golden.pe import run_beats
+from kaleido.golden.array import run_beats
 from kaleido.hdl.layouts import COL, CTL, ROW
 from kaleido.tb.cocotb_util import seed, start
 from kaleido.tb.driver import Packer, TileDecoder, pe_beat
@@ -44,7 +44,7 @@ async def full8_exhaustive(dut):
     pairs = list(itertools.product(range(-128, 128), repeat=2))
     beats = [pe_beat(1, 0, 0, 1, a, a, NONE, NONE, b, NONE, NONE) for a, b in pairs]
     out = await _stream(dut, beats)
-    bad = [(a, b, v) for (a, b), (_, v) in zip(pairs, out) if v != a * b]
+    bad = [(a, b, v) for (a, b), (_, v) in zip(pairs, out, strict=False) if v != a * b]
     assert len(out) == len(pairs) and not bad, f"{len(bad)} wrong products, first {bad[:4]}"
 
 
@@ -56,10 +56,18 @@ async def dual_lo_multipliers_exhaustive(dut):
     rng = np.random.default_rng(seed())
     cases = list(itertools.product(range(-128, 128), range(16)))
     # k0 PARTIAL -> enA (T1 own p_lo); k1 FULL -> enB off, and vice versa
-    beats_a = [pe_beat(1, 1, 1, 1, a, int(rng.integers(-128, 128)), NONE, NONE,
-                     (int(rng.integers(16)) << 4) | nib, PARTIAL, FULL) for a, nib in cases]
-    beats_b = [pe_beat(1, 1, 1, 1, int(rng.integers(-128, 128)), a, NONE, NONE,
-                     (nib << 4) | int(rng.integers(16)), FULL, PARTIAL) for a, nib in cases]
+    beats_a = [
+        pe_beat(
+            1, 1, 1, 1, a, int(rng.integers(-128, 128)), NONE, NONE, (int(rng.integers(16)) << 4) | nib, PARTIAL, FULL
+        )
+        for a, nib in cases
+    ]
+    beats_b = [
+        pe_beat(
+            1, 1, 1, 1, int(rng.integers(-128, 128)), a, NONE, NONE, (nib << 4) | int(rng.integers(16)), FULL, PARTIAL
+        )
+        for a, nib in cases
+    ]
     out_a = await _stream(dut, beats_a)
     out_b = await _stream(dut, beats_b)
     assert [v for _, v in out_a] == [a * nib for a, nib in cases]
@@ -82,9 +90,11 @@ async def every_tag_combination(dut):
         beats.append(pe_beat(1, kind, phase, 0, r0, r0 if not kind else r1, q0, q1, k, k0, k1))
         beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
     out = await _stream(dut, beats)
-    exp = [(int(p), int(t[0, 0])) for p, t in run_beats(beats, 1, 1, accumulators=CFG.accumulators,
-                                                        acc_width=CFG.acc_width)]
-    bad = [i for i, (a, b) in enumerate(zip(out, exp)) if a != b]
+    exp = [
+        (int(p), int(t[0, 0]))
+        for p, t in run_beats(beats, 1, 1, accumulators=CFG.accumulators, acc_width=CFG.acc_width)
+    ]
+    bad = [i for i, (a, b) in enumerate(zip(out, exp, strict=False)) if a != b]
     assert len(out) == len(exp) and not bad, f"seed {s}: {len(bad)} drains differ, first at {bad[:3]}"
 
 

@@ -19,8 +19,7 @@ from kaleido.tb.runner import config_from_env
 
 CFG = config_from_env()
 BLOCK = os.environ["KALEIDO_BLOCK"]
-PATTERNS = [("none", "none"), ("random", "none"), ("none", "random"), ("random", "random"),
-            ("every4", "every4")]
+PATTERNS = [("none", "none"), ("random", "none"), ("none", "random"), ("random", "random"), ("every4", "every4")]
 
 
 def _cases(rng, source="random"):
@@ -65,7 +64,7 @@ async def stall_patterns(dut):
         ins, exp = _cases(np.random.default_rng(s + k))
         out, cycles = await _run(dut, ins, in_stall, out_stall, s + k)
         assert len(out) == len(exp), f"seed {s} {in_stall}/{out_stall}: {len(out)} outputs, expected {len(exp)}"
-        bad = [n for n, (a, b) in enumerate(zip(out, exp)) if a != b]
+        bad = [n for n, (a, b) in enumerate(zip(out, exp, strict=False)) if a != b]
         assert not bad, f"seed {s} {in_stall}/{out_stall}: first mismatch at output {bad[0]}"
         dut._log.info(f"{in_stall}/{out_stall}: {len(ins)} in, {len(out)} out, {cycles} cycles, exact")
 

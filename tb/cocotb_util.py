@@ -7,7 +7,7 @@ import os
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
-from .driver import BeatEncoder, TileDecoder, stall_pattern
+from kaleido.tb.driver import BeatEncoder, TileDecoder, stall_pattern
 
 __all__ = ["start", "reset", "seed", "ArrayDriver"]
 

@@ -15,11 +15,10 @@ import argparse
 import pathlib
 import sys
 
+from kaleido.checks import check_grid
 from kaleido.config import KaleidoConfig
-from kaleido.golden._checks import check_grid
 from kaleido.hdl.engine import check_engine
-
-from .runner import SIMULATORS, run_cocotb
+from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:
@@ -37,8 +36,11 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default=None, help="d_t,d_x,d_y instead of the preset's split")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--waves", action="store_true",
-                    help="write a waveform into the build directory (FST on Icarus, VCD on Verilator)")
+    ap.add_argument(
+        "--waves",
+        action="store_true",
+        help="write a waveform into the build directory (FST on Icarus, VCD on Verilator)",
+    )
     args = ap.parse_args(argv)
     if args.sim not in SIMULATORS:
         raise SystemExit(f"error: --sim must be one of {SIMULATORS}, not {args.sim!r}")
@@ -50,19 +52,30 @@ def main(argv=None) -> int:
         check_engine(cfg, grid)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
-    print(f"building the engine for grid {grid}, split {cfg.split}, batch {cfg.batch} on {args.sim} "
-          "(the first build of a configuration takes a while; later runs reuse it)", flush=True)
+    print(
+        f"building the engine for grid {grid}, split {cfg.split}, batch {cfg.batch} on {args.sim} "
+        "(the first build of a configuration takes a while; later runs reuse it)",
+        flush=True,
+    )
     out = pathlib.Path("build") / "sim" / f"demo_{args.sim}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
-    res = run_cocotb(args.sim, "engine", cfg, "kaleido.tb.cocotb_engine", testcase="demo", grid=grid,
-                     waves=args.waves, extra_env={"KALEIDO_SEED": str(args.seed),
-                                                  "KALEIDO_DEMO_OUT": str(out.resolve())})
+    res = run_cocotb(
+        args.sim,
+        "engine",
+        cfg,
+        "kaleido.tb.cocotb_engine",
+        testcase="demo",
+        grid=grid,
+        waves=args.waves,
+        extra_env={"KALEIDO_SEED": str(args.seed), "KALEIDO_DEMO_OUT": str(out.resolve())},
+    )
     if out.exists():
         print(out.read_text(), end="")
     if args.waves:
-        waves = sorted(pathlib.Path(res["build_dir"]).glob("*.fst")) + \
-            sorted(pathlib.Path(res["build_dir"]).glob("*.vcd"))
+        waves = sorted(pathlib.Path(res["build_dir"]).glob("*.fst")) + sorted(
+            pathlib.Path(res["build_dir"]).glob("*.vcd")
+        )
         print(f"  waveform: {waves[0] if waves else 'not written (see ' + res['build_dir'] + ')'}")
     if res["failed"] or res["tests"] != 1:
         print(f"demo FAILED ({res['failed']} of {res['tests']} tests), see {res['build_dir']}", file=sys.stderr)

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from kaleido.golden import Need, channel_needs, classify, match
-from kaleido.golden.dispatch import LFSR_SEED, WINDOW, reuse_strings, schedule
-from kaleido.golden.reuse import _effective_values
+from kaleido.config import LFSR_SEED
+from kaleido.encoding import Need
+from kaleido.golden import classify
+from kaleido.golden.matcher import channel_needs, match
+from kaleido.golden.reuse import effective_values
+from kaleido.golden.scheduler import reuse_strings, schedule
 from kaleido.hdl.detector import detector_in_layout, detector_out_layout
 from kaleido.hdl.matcher import matcher_in_layout, matcher_out_layout
 from kaleido.hdl.scheduler import scheduler_in_layout, scheduler_out_layout
-
-from .driver import Packer
-from .passes import make_workload
+from kaleido.loopnest import chunks
+from kaleido.tb.driver import Packer
+from kaleido.tb.passes import make_workload
 
 __all__ = ["detector_case", "matcher_case", "scheduler_case"]
 
@@ -51,8 +54,8 @@ def detector_case(cfg, rng, n_pairs=200, source="random"):
         row = np.zeros(B, np.int8)
         col = np.zeros(B, np.int8)
         if not absent[p]:
-            row[:n] = _effective_values(a[p, :n], b[p, :n], cls, "row")
-            col[:n] = _effective_values(a[p, :n], b[p, :n], cls, "column")
+            row[:n] = effective_values(a[p, :n], b[p, :n], cls, "row")
+            col[:n] = effective_values(a[p, :n], b[p, :n], cls, "column")
         full_cls = np.zeros(B, np.uint8)
         full_cls[:n] = cls
         exp = {("string",): int(reuse_strings(cls[None, :], B)[0])}
@@ -67,13 +70,20 @@ def detector_case(cfg, rng, n_pairs=200, source="random"):
 
 def _workload_needs(cfg, rng, n_jobs):
     """``(phase, needs)`` of the first passes of a synthetic video head."""
-    from kaleido.golden.pe import iter_passes
+    from kaleido.golden.loopnest import iter_passes
+
     w = make_workload("video", (2, 4, 4), cfg.split, int(rng.integers(1 << 31)))
     jobs = []
     for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg):
         for phase in range(4):
-            needs = channel_needs(phase, ps["q"], ps["k"], rows_present=ps["rows_present"],
-                                  cols_present=ps["cols_present"], accumulators=cfg.accumulators)
+            needs = channel_needs(
+                phase,
+                ps.q,
+                ps.k,
+                rows_present=ps.rows_present,
+                cols_present=ps.cols_present,
+                accumulators=cfg.accumulators,
+            )
             jobs.append((phase, needs + [Need.SKIP] * (cfg.batch - len(needs))))
         if len(jobs) >= n_jobs:
             return jobs
@@ -104,11 +114,20 @@ def matcher_case(cfg, rng, n_jobs=60, source="random"):
         ins.append(pack_in(vals))
         slots = match(needs, cfg.lookahead)
         if not slots:
-            outs.append(pack_out({("c1",): 0, ("c2",): 0, ("dual",): 0, ("slot",): 0, ("last",): 1,
-                                  ("phase",): phase}))
+            outs.append(pack_out({("c1",): 0, ("c2",): 0, ("dual",): 0, ("slot",): 0, ("last",): 1, ("phase",): phase}))
         for i, s in enumerate(slots):
-            outs.append(pack_out({("c1",): s[0], ("c2",): s[-1], ("dual",): int(len(s) == 2),
-                                  ("slot",): 1, ("last",): int(i == len(slots) - 1), ("phase",): phase}))
+            outs.append(
+                pack_out(
+                    {
+                        ("c1",): s[0],
+                        ("c2",): s[-1],
+                        ("dual",): int(len(s) == 2),
+                        ("slot",): 1,
+                        ("last",): int(i == len(slots) - 1),
+                        ("phase",): phase,
+                    }
+                )
+            )
     return ins, outs
 
 
@@ -116,24 +135,27 @@ def scheduler_case(cfg, rng, n_strings=64 * 3 + 21, source="random"):
     """``(in_words, expected_out_words)``: whole windows and a short final
     one, the LFSR state carried from the reset seed."""
     B = cfg.batch
-    pack_in, pack_out = Packer(scheduler_in_layout(B)), Packer(scheduler_out_layout())
+    pack_in, pack_out = Packer(scheduler_in_layout(B)), Packer(scheduler_out_layout(cfg.window("row")))
     if source == "random":
         kinds = rng.integers(0, 1 << B, 5)
         strings = [int(kinds[int(rng.integers(5))]) ^ (1 << int(rng.integers(B))) for _ in range(n_strings)]
     else:
         w = make_workload("video", (4, 8, 8), cfg.split, int(rng.integers(1 << 31)))
-        from kaleido.golden.reuse import follower_classes, pairs
+        from kaleido.golden.reuse import follower_classes
+        from kaleido.loopnest import pairs
+
         a, f, _ = pairs(w.grid, 2)
         cls = follower_classes(w.k, w.grid, w.split, cfg.F, cfg.P)[f][:, :B]
         strings = [int(s) for s in reuse_strings(cls, B)][:n_strings]
     ins = [pack_in({("string",): s, ("last",): int(i == len(strings) - 1)}) for i, s in enumerate(strings)]
     outs, state = [], LFSR_SEED
-    for w0 in range(0, len(strings), WINDOW):
-        sch = schedule(strings[w0:w0 + WINDOW], seed=state)
+    window = cfg.window("row")
+    for win in chunks(len(strings), window):
+        sch = schedule(strings[win], seed=state, window=window)
         state = sch.state
         flat = [(j, p) for j, c in enumerate(sch.clusters) for p in c]
-        outs += [pack_out({("index",): p, ("cluster",): j, ("last",): int(i == len(flat) - 1)})
-                 for i, (j, p) in enumerate(flat)]
+        outs += [
+            pack_out({("index",): p, ("cluster",): j, ("last",): int(i == len(flat) - 1)})
+            for i, (j, p) in enumerate(flat)
+        ]
     return ins, outs
-
-

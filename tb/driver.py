@@ -5,16 +5,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from kaleido.golden.pe import Beat, run_beats
+from kaleido.golden.array import Beat, run_beats
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
-__all__ = ["pe_beat", "pass_word", "Packer", "Unpacker", "BeatEncoder", "encode_beat", "expected_drains", "decode_tile", "TileDecoder", "stall_pattern"]
+__all__ = [
+    "pe_beat",
+    "pass_word",
+    "Packer",
+    "Unpacker",
+    "BeatEncoder",
+    "encode_beat",
+    "expected_drains",
+    "decode_tile",
+    "TileDecoder",
+    "stall_pattern",
+]
 
 
 def _leaves(layout, base=0, path=()):
     """Yield ``(path, offset, width)`` of every leaf field of a layout."""
     from amaranth import Shape
     from amaranth.lib import data
+
     if isinstance(layout, data.ArrayLayout):
         size = Shape.cast(layout.elem_shape).width
         for i in range(layout.length):
@@ -61,6 +73,7 @@ class Unpacker:
 def _signed_at(layout, path):
     from amaranth import Shape
     from amaranth.lib import data
+
     for key in path:
         layout = layout.elem_shape if isinstance(layout, data.ArrayLayout) else layout[key].shape
     return Shape.cast(layout).signed
@@ -75,7 +88,7 @@ class BeatEncoder:
         self.pack = Packer(slot_layout(rows, cols))
 
     def __call__(self, beat: Beat) -> int:
-        values = {("ctl", name): getattr(beat, name) for name in ("slot", "kind", "phase", "last")}
+        values: dict[tuple, int] = {("ctl", name): getattr(beat, name) for name in ("slot", "kind", "phase", "last")}
         for r in range(self.rows):
             for name in ("r0", "r1", "q0", "q1"):
                 values[("rows", r, name)] = getattr(beat, name)[r]
@@ -87,10 +100,23 @@ class BeatEncoder:
 
 def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1) -> Beat:
     """A golden :class:`Beat` for a single PE (every field an array of one)."""
+
     def one(x, t):
         return np.array([x], dtype=t)
-    return Beat(slot, kind, phase, last, one(r0, np.int8), one(r1, np.int8), one(q0, np.uint8),
-                one(q1, np.uint8), one(k & 0xFF, np.uint8), one(k0, np.uint8), one(k1, np.uint8))
+
+    return Beat(
+        slot,
+        kind,
+        phase,
+        last,
+        one(r0, np.int8),
+        one(r1, np.int8),
+        one(q0, np.uint8),
+        one(q1, np.uint8),
+        one(k & 0xFF, np.uint8),
+        one(k0, np.uint8),
+        one(k1, np.uint8),
+    )
 
 
 def pass_word(pack, A, q, rp, B, k, cp):
@@ -113,13 +139,16 @@ def encode_beat(beat: Beat, rows: int, cols: int) -> int:
     through amaranth's own layout constant (the reference for
     :class:`BeatEncoder`)."""
     layout = slot_layout(rows, cols)
-    value = layout.const({
-        "ctl": {"slot": beat.slot, "kind": beat.kind, "phase": beat.phase, "last": beat.last},
-        "rows": [{"r0": int(beat.r0[r]), "r1": int(beat.r1[r]), "q0": int(beat.q0[r]),
-                  "q1": int(beat.q1[r])} for r in range(rows)],
-        "cols": [{"k": int(beat.k[c]), "k0": int(beat.k0[c]), "k1": int(beat.k1[c])}
-                 for c in range(cols)],
-    })
+    value = layout.const(
+        {
+            "ctl": {"slot": beat.slot, "kind": beat.kind, "phase": beat.phase, "last": beat.last},
+            "rows": [
+                {"r0": int(beat.r0[r]), "r1": int(beat.r1[r]), "q0": int(beat.q0[r]), "q1": int(beat.q1[r])}
+                for r in range(rows)
+            ],
+            "cols": [{"k": int(beat.k[c]), "k0": int(beat.k0[c]), "k1": int(beat.k1[c])} for c in range(cols)],
+        }
+    )
     return value.as_value().value
 
 

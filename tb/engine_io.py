@@ -18,7 +18,7 @@ def engine_words(Q, K, config) -> list[int]:
         Z = np.asarray(Z, dtype=np.int8).view(np.uint8)
         for tok in Z:
             for c0, n in config.batches:
-                lanes = tok[c0:c0 + n].astype(object)
+                lanes = tok[c0 : c0 + n].astype(object)
                 words.append(sum(int(v) << (8 * c) for c, v in enumerate(lanes)))
     return words
 

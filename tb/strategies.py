@@ -35,4 +35,5 @@ def heads(draw, max_extent=5, max_group=6, correlated=True):
 
 
 int8_pairs = hnp.arrays(np.int8, st.integers(1, 64)).flatmap(
-    lambda a: st.tuples(st.just(a), hnp.arrays(np.int8, a.shape)))
+    lambda a: st.tuples(st.just(a), hnp.arrays(np.int8, a.shape))
+)

@@ -7,12 +7,10 @@ import pytest
 from kaleido import KaleidoConfig
 from kaleido.hdl.array import KaleidoArray
 from kaleido.hdl.pe import KaleidoPE
-
-from .amaranth_sim import simulate_array
-from .driver import expected_drains
 from kaleido.model import VARIANTS, run_model
-
-from .passes import make_workload, random_pass, split_and_place, workload_passes
+from kaleido.tb.amaranth_sim import simulate_array
+from kaleido.tb.driver import expected_drains
+from kaleido.tb.passes import make_workload, random_pass, split_and_place, workload_passes
 
 
 def _check(cfg, beats, **kw):
@@ -46,9 +44,10 @@ def test_stalls(in_stall, out_stall, seed):
 def test_workload_equals_reuse_scores_and_model(rows, cols, variant):
     cfg = KaleidoConfig(split=(3, 2, 3), batch=3, array_rows=rows, array_cols=cols)
     scheduler, matcher = VARIANTS[variant]
-    S_expected, passes = workload_passes(cfg, grid=(2, 3, 3), kind="video", seed=1,
-                                         matcher=matcher, scheduler=scheduler)
-    beats = [b for bs, _ in passes for b in bs]   # every pass back to back
+    S_expected, passes = workload_passes(
+        cfg, grid=(2, 3, 3), kind="video", seed=1, matcher=matcher, scheduler=scheduler
+    )
+    beats = [b for bs, _ in passes for b in bs]  # every pass back to back
     drains, _, cycles = simulate_array(cfg, beats, with_cycles=True)
     assert (split_and_place(S_expected.shape, passes, drains) == S_expected).all()
     w = make_workload("video", (2, 3, 3), cfg.split, 1)

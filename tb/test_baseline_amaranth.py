@@ -5,16 +5,14 @@ from amaranth.sim import Simulator
 
 from kaleido import KaleidoConfig
 from kaleido.hdl.baseline import DenseArray
-
-from .driver import TileDecoder
+from kaleido.tb.driver import TileDecoder
 
 
 def test_dense_array_tiles(seed):
     cfg = KaleidoConfig(array_rows=3, array_cols=2)
     R, C = 3, 2
     rng = np.random.default_rng(seed)
-    tiles_in = [(rng.integers(-128, 128, (R, n)), rng.integers(-128, 128, (C, n)))
-                for n in (1, 5, 16, 2)]
+    tiles_in = [(rng.integers(-128, 128, (R, n)), rng.integers(-128, 128, (C, n))) for n in (1, 5, 16, 2)]
     dut = DenseArray(cfg)
     decode = TileDecoder(cfg.acc_width)
     got = {(r, c): [] for r in range(R) for c in range(C)}

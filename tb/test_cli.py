@@ -13,8 +13,12 @@ from kaleido.model import run_model
 
 def test_perf_json_csv(tmp_path, capsys):
     j, c = tmp_path / "r.json", tmp_path / "r.csv"
-    assert main(["perf", "--grid", "2,4,4", "--variant", "pe-m", "--F", "5", "--P", "4",
-                 "--json", str(j), "--csv", str(c)]) == 0
+    assert (
+        main(
+            ["perf", "--grid", "2,4,4", "--variant", "pe-m", "--F", "5", "--P", "4", "--json", str(j), "--csv", str(c)]
+        )
+        == 0
+    )
     data = json.loads(j.read_text())
     for key in ("cycles", "dense_cycles", "speedup", "utilization", "ops", "phases"):
         assert key in data
@@ -30,6 +34,7 @@ def test_perf_json_csv(tmp_path, capsys):
 
 def test_perf_engine(tmp_path, capsys):
     from kaleido.model import engine_cycles
+
     j = tmp_path / "r.json"
     assert main(["perf", "--grid", "2,4,4", "--engine", "--json", str(j)]) == 0
     data = json.loads(j.read_text())
@@ -46,28 +51,47 @@ def test_perf_workload_file(tmp_path):
     w = synthetic_video("wan", (2, 2, 4), "fast", 3)
     save(tmp_path / "w.npz", w)
     j = tmp_path / "r.json"
-    assert main(["perf", "--workload", str(tmp_path / "w.npz"), "--accumulators", "4",
-                 "--array-size", "2x3", "--arrays", "2", "--json", str(j)]) == 0
+    assert (
+        main(
+            [
+                "perf",
+                "--workload",
+                str(tmp_path / "w.npz"),
+                "--accumulators",
+                "4",
+                "--array-size",
+                "2x3",
+                "--arrays",
+                "2",
+                "--json",
+                str(j),
+            ]
+        )
+        == 0
+    )
     data = json.loads(j.read_text())
-    ref = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(split=w.split, accumulators=4,
-                                                             array_rows=2, array_cols=3), arrays=2)
+    ref = run_model(
+        w.q, w.k, w.grid, w.split, KaleidoConfig(split=w.split, accumulators=4, array_rows=2, array_cols=3), arrays=2
+    )
     assert data["cycles"] == ref.cycles and data["workload"]["split"] == [44, 42, 42]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--F", "2", "--P", "3"], "P <= F"),
-    (["--workload", "/nonexistent.npz"], "does not exist"),
-    (["--array-size", "0x4"], "array_rows must be at least 1, not 0"),
-    (["--batch", "0"], "batch must be at least 1"),
-    (["--arrays", "0"], "arrays must be a positive integer, not 0"),
-    (["--pass-gap", "-1"], "--pass-gap must be >= 0"),
-    (["--grid", "4,8"], "grid must be three positive integers"),
-    (["--array-size", "4x4x4"], "array size must be N or RxC"),
-    (["--variant", "turbo"], "invalid choice: 'turbo'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--F", "2", "--P", "3"], "P <= F"),
+        (["--workload", "/nonexistent.npz"], "does not exist"),
+        (["--array-size", "0x4"], "array_rows must be at least 1, not 0"),
+        (["--batch", "0"], "batch must be at least 1"),
+        (["--arrays", "0"], "arrays must be a positive integer, not 0"),
+        (["--pass-gap", "-1"], "--pass-gap must be >= 0"),
+        (["--grid", "4,8"], "grid must be three positive integers"),
+        (["--array-size", "4x4x4"], "array size must be N or RxC"),
+        (["--variant", "turbo"], "invalid choice: 'turbo'"),
+    ],
+)
 def test_perf_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["perf", "--grid", "2,2,2", *argv])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
-

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from kaleido import KaleidoConfig
@@ -24,24 +26,27 @@ def test_acc_width_derived_from_batch():
 
 
 def test_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         KaleidoConfig().F = 3
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"F": 10}, "threshold F must be in 1..9"),
-    ({"F": 0, "P": 0}, "threshold F must be in 1..9"),
-    ({"F": 3, "P": 4}, "P <= F"),
-    ({"P": 2.5}, "threshold P must be an integer"),
-    ({"split": (16, 0, 112)}, "at least 1"),
-    ({"split": (16, 56)}, "three integers"),
-    ({"batch": 0}, "batch must be at least 1"),
-    ({"array_rows": 0}, "array_rows must be at least 1"),
-    ({"array_cols": 65}, "at most 64x64"),
-    ({"accumulators": 2}, "accumulators must be 3 or 4"),
-    ({"acc_width": 19}, "acc_width 19 is too narrow for batch 16"),
-    ({"lookahead": -1}, "lookahead must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"F": 10}, "threshold F must be in 1..9"),
+        ({"F": 0, "P": 0}, "threshold F must be in 1..9"),
+        ({"F": 3, "P": 4}, "P <= F"),
+        ({"P": 2.5}, "threshold P must be an integer"),
+        ({"split": (16, 0, 112)}, "at least 1"),
+        ({"split": (16, 56)}, "three integers"),
+        ({"batch": 0}, "batch must be at least 1"),
+        ({"array_rows": 0}, "array_rows must be at least 1"),
+        ({"array_cols": 65}, "at most 64x64"),
+        ({"accumulators": 2}, "accumulators must be 3 or 4"),
+        ({"acc_width": 19}, "acc_width 19 is too narrow for batch 16"),
+        ({"lookahead": -1}, "lookahead must be at least 1"),
+    ],
+)
 def test_init_wrong(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message.replace("(", r"\(").replace(")", r"\)")):
         KaleidoConfig(**kwargs)

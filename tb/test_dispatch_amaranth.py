@@ -8,9 +8,8 @@ from kaleido import KaleidoConfig
 from kaleido.hdl.detector import ReuseDetector
 from kaleido.hdl.matcher import Matcher
 from kaleido.hdl.scheduler import Scheduler
-
-from .amaranth_sim import simulate_stream
-from .dispatch_cases import detector_case, matcher_case, scheduler_case
+from kaleido.tb.amaranth_sim import simulate_stream
+from kaleido.tb.dispatch_cases import detector_case, matcher_case, scheduler_case
 
 STALLS = [("none", "none"), ("random", "random"), ("every4", "random")]
 
@@ -58,9 +57,11 @@ def test_scheduler(in_stall, out_stall, seed):
 @pytest.mark.parametrize("n", [1, 3, 5, 64, 64 + 64 + 9])
 def test_scheduler_cycles(n, seed):
     """Outputs exact, and the cycle count is schedule_cycles() per window."""
-    from kaleido.golden.dispatch import LFSR_SEED, schedule, schedule_cycles
+    from kaleido.config import LFSR_SEED
+    from kaleido.golden.scheduler import schedule, schedule_cycles
     from kaleido.hdl.scheduler import scheduler_in_layout
-    from .driver import Unpacker
+    from kaleido.tb.driver import Unpacker
+
     cfg = KaleidoConfig()
     ins, exp = scheduler_case(cfg, np.random.default_rng(seed), n)
     out, cycles = simulate_stream(Scheduler(cfg), ins)
@@ -68,7 +69,7 @@ def test_scheduler_cycles(n, seed):
     strings = [Unpacker(scheduler_in_layout(cfg.batch))(w)[("string",)] for w in ins]
     expected, state = 0, LFSR_SEED
     for w0 in range(0, n, 64):
-        window = strings[w0:w0 + 64]
+        window = strings[w0 : w0 + 64]
         sch = schedule(window, seed=state)
         state = sch.state
         expected += schedule_cycles(sch, len(window))

@@ -4,9 +4,8 @@ import numpy as np
 
 from kaleido import KaleidoConfig
 from kaleido.hdl.layouts import tile_layout
-
-from .driver import BeatEncoder, TileDecoder, encode_beat
-from .passes import random_pass
+from kaleido.tb.driver import BeatEncoder, TileDecoder, encode_beat
+from kaleido.tb.passes import random_pass
 
 
 def test_beat_encoder_matches_layout_const(seed):
@@ -23,6 +22,6 @@ def test_tile_decoder_matches_layout(seed):
     layout = tile_layout(20)
     dec = TileDecoder(20)
     for _ in range(200):
-        valid, phase, value = int(rng.integers(2)), int(rng.integers(4)), int(rng.integers(-2**19, 2**19))
+        valid, phase, value = int(rng.integers(2)), int(rng.integers(4)), int(rng.integers(-(2**19), 2**19))
         bits = layout.const({"valid": valid, "phase": phase, "value": value}).as_value().value
         assert dec(bits) == (valid, phase, value)

@@ -12,10 +12,9 @@ from kaleido import KaleidoConfig
 from kaleido.golden.reuse import reuse_scores
 from kaleido.hdl.engine import MAX_TOKENS, KaleidoEngine, check_engine, check_engine_input
 from kaleido.model import engine_cycles
-
-from .amaranth_sim import simulate_engine
-from .passes import make_workload
-from .runner import SIMULATORS, run_cocotb
+from kaleido.tb.amaranth_sim import simulate_engine
+from kaleido.tb.passes import make_workload
+from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 #: engine elaborations under cocotb: (id, config, grid, simulators)
 #: e1: 7- and 5-channel groups at batch 4 (4+3, 4+1: the 56 = 16+16+16+8 style)
@@ -35,15 +34,25 @@ CASES = [(sim, e[0], e[1], e[2]) for e in ENGINES for sim in e[3]]
 @pytest.mark.rtl
 @pytest.mark.parametrize("sim, name, cfg, grid", CASES, ids=[f"{c[1]}-{c[0]}" for c in CASES])
 def test_engine_cocotb(sim, name, cfg, grid, seed):
-    result = run_cocotb(sim, "engine", cfg, "kaleido.tb.cocotb_engine", testcase="heads", grid=grid,
-                        extra_env={"KALEIDO_SEED": str(seed)})
+    result = run_cocotb(
+        sim,
+        "engine",
+        cfg,
+        "kaleido.tb.cocotb_engine",
+        testcase="heads",
+        grid=grid,
+        extra_env={"KALEIDO_SEED": str(seed)},
+    )
     assert result["tests"] == 1 and result["failed"] == 0, result
 
 
-@pytest.mark.parametrize("kind, grid, split, batch, ins, outs", [
-    ("video", (2, 2, 4), (2, 3, 3), 4, "random", "random"),
-    ("constant", (1, 3, 3), (1, 1, 2), 2, "none", "none"),
-])
+@pytest.mark.parametrize(
+    "kind, grid, split, batch, ins, outs",
+    [
+        ("video", (2, 2, 4), (2, 3, 3), 4, "random", "random"),
+        ("constant", (1, 3, 3), (1, 1, 2), 2, "none", "none"),
+    ],
+)
 def test_engine_amaranth(kind, grid, split, batch, ins, outs, seed):
     """The same checks in the Amaranth simulator (small heads: it runs at
     a few hundred cycles per second on this design)."""
@@ -64,10 +73,18 @@ def test_engine_soak(seed):
     video and constant heads with random stalls on both sides through the
     e1 engine on Verilator; zero mismatches in S and in compute cycles."""
     import os
+
     name, cfg, grid, _ = ENGINES[0]
     cycles = os.environ.get("KALEIDO_SOAK_CYCLES", "1000000")
-    result = run_cocotb("verilator", "engine", cfg, "kaleido.tb.cocotb_engine", testcase="soak", grid=grid,
-                        extra_env={"KALEIDO_SEED": str(seed), "KALEIDO_SOAK_CYCLES": cycles})
+    result = run_cocotb(
+        "verilator",
+        "engine",
+        cfg,
+        "kaleido.tb.cocotb_engine",
+        testcase="soak",
+        grid=grid,
+        extra_env={"KALEIDO_SEED": str(seed), "KALEIDO_SOAK_CYCLES": cycles},
+    )
     assert result["tests"] == 1 and result["failed"] == 0, result
 
 
@@ -76,6 +93,7 @@ def test_engine_model_pipeline():
     passes (only batch 0's scheduling is exposed when passes dominate), and
     a scheduler-bound head waits for it."""
     from kaleido.model import scheduler_cycles
+
     w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
     cfg = KaleidoConfig(split=(4, 7, 5), batch=4)
     t = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
@@ -93,14 +111,16 @@ def test_engine_model_pipeline():
     assert t1.stall > t1.passes
 
 
-@pytest.mark.parametrize("grid, cfg, match", [
-    ((0, 4, 4), KaleidoConfig(), r"at least 1, not \(0, 4, 4\)"),
-    ((2, 4), KaleidoConfig(), r"three integers"),
-    ((8, 16, 16), KaleidoConfig(), r"2048 tokens; the engine elaborates at most 1024"),
-    ((1, 1, 1), KaleidoConfig(), r"holds 1 token"),
-    ((2, 4, 4), KaleidoConfig(array_rows=8), r"4x4 array .* not 8x4"),
-    ((2, 4, 4), KaleidoConfig(window=32), r"window is 64 strings, not 32"),
-])
+@pytest.mark.parametrize(
+    "grid, cfg, match",
+    [
+        ((0, 4, 4), KaleidoConfig(), r"at least 1, not \(0, 4, 4\)"),
+        ((2, 4), KaleidoConfig(), r"three integers"),
+        ((8, 16, 16), KaleidoConfig(), r"2048 tokens; the engine elaborates at most 1024"),
+        ((1, 1, 1), KaleidoConfig(), r"holds 1 token"),
+        ((2, 4, 4), KaleidoConfig(array_rows=8), r"4x4 array .* not 8x4"),
+    ],
+)
 def test_engine_rejects_bad_geometry(grid, cfg, match):
     with pytest.raises((ValueError, TypeError), match=match):
         KaleidoEngine(cfg, grid)
@@ -129,8 +149,8 @@ def test_icarus_time0_fix(tmp_path):
     """The Icarus patch finds Yosys' time-0 trigger register in emitted
     Verilog (it fails if a Yosys update renames it) and toggles it at #0."""
     from kaleido.hdl.emit import emit
+    from kaleido.tb.runner import icarus_time0_fix
 
-    from .runner import icarus_time0_fix
     path = emit("detector", KaleidoConfig(batch=2), str(tmp_path))
     before = open(path).read()
     assert "dump_module" in before and "initial #0" not in before
@@ -142,17 +162,21 @@ def test_icarus_time0_fix(tmp_path):
     assert open(path).read() == after
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["--grid", "0,4,4"], r"at least 1, not \(0, 4, 4\)"),
-    (["--grid", "16,16,16"], r"4096 tokens; the engine elaborates at most 1024"),
-    (["--grid", "2,4,x"], r"--grid must be comma-separated integers, not '2,4,x'"),
-    (["--split", "4,7"], r"split must be three integers"),
-    (["--batch", "0"], r"batch must be at least 1, not 0"),
-    (["--sim", "xcelium"], r"--sim must be one of \('icarus', 'verilator'\), not 'xcelium'"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--grid", "0,4,4"], r"at least 1, not \(0, 4, 4\)"),
+        (["--grid", "16,16,16"], r"4096 tokens; the engine elaborates at most 1024"),
+        (["--grid", "2,4,x"], r"--grid must be comma-separated integers, not '2,4,x'"),
+        (["--split", "4,7"], r"split must be three integers"),
+        (["--batch", "0"], r"batch must be at least 1, not 0"),
+        (["--sim", "xcelium"], r"--sim must be one of \('icarus', 'verilator'\), not 'xcelium'"),
+    ],
+)
 def test_demo_rejects_bad_arguments(argv, match):
     """``make sim`` with a bad grid, split, batch or simulator stops with a
     message naming the value, before anything is emitted or built."""
-    from .demo import main as demo
+    from kaleido.tb.demo import main as demo
+
     with pytest.raises(SystemExit, match=match):
         demo(argv)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kaleido.golden import metrics, reuse_attention, skip_baselines
-from kaleido.golden.attention import windowed_classify, windowed_effective, oracle_product_costs
+from kaleido.golden.attention import oracle_product_costs, windowed_classify, windowed_effective
 from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
 
 
@@ -45,11 +45,14 @@ def test_constant_workload_is_lossless():
     assert r.metrics["vs_int8"]["mse"] == 0
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"scales": (1.0, 1.0)}, "scales must be three real numbers"),
-    ({"scales": (1.0, -1.0, 1.0)}, "finite and positive"),
-    ({"scales": None}, "scales must be"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"scales": (1.0, 1.0)}, "scales must be three real numbers"),
+        ({"scales": (1.0, -1.0, 1.0)}, "finite and positive"),
+        ({"scales": None}, "scales must be"),
+    ],
+)
 def test_reuse_attention_wrong_scales(video, bad, message):
     w = video
     with pytest.raises((TypeError, ValueError), match=message):
@@ -64,7 +67,7 @@ def test_reuse_attention_wrong_v(video):
         reuse_attention(w.q, w.k, w.v.astype(np.int32), w.grid, w.split, scales=w.scales)
 
 
-def test_skip_baselines_equal_saving(video):
+def testskip_products_baselines_equal_saving(video):
     w = video
     out = skip_baselines(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales)
     n, d = w.q.shape
@@ -77,17 +80,19 @@ def test_skip_baselines_equal_saving(video):
     assert out["reuse"]["mse"] < out["skip_reused"]["mse"]
 
 
-def test_skip_lowest_skips_exactly_the_budget():
+def testskip_products_lowestskip_productss_exactly_the_budget():
     """With all-equal magnitudes the tie-break decides: skipping k products
     of value 1 lowers every score sum by exactly k in total."""
     w = random_workload((1, 2, 4), (1, 1, 2), seed=0)
-    from kaleido.golden.attention import _skip
+    from kaleido.golden.attention import skip_products
+
     Q = np.ones((8, 4), np.int8)
 
     def key():
         yield slice(0, 8), np.zeros((8, 8, 4), np.int64)
+
     for budget in (0, 1, 17, 256):
-        S = _skip(Q, Q, key, budget)
+        S = skip_products(Q, Q, key, budget)
         assert int((4 - S).sum()) == budget
     del w
 

@@ -4,11 +4,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kaleido.golden import Need, channel_needs, match, Phase
-from kaleido.golden.dispatch import (LFSR_SEED, draw_pivots, hamming, lfsr_step, reuse_strings,
-                                     schedule, schedule_order)
+from kaleido.config import LFSR_SEED
+from kaleido.golden import Need, Phase, channel_needs, match
+from kaleido.golden.scheduler import draw_pivots, hamming, lfsr_step, reuse_strings, schedule, schedule_order
 
 
 def test_reuse_strings():
@@ -51,8 +52,11 @@ def test_clusters_partition_window(strings, seed):
         assert [len(c) for c in sch.clusters] == [16] * 4
     for j, p in enumerate(sch.pivots):
         # a pivot goes to its own cluster unless a tie sends it lower or its cluster filled
-        assert p in sch.clusters[j] or any(hamming(strings[p], strings[q]) == 0 for q in sch.pivots[:j]) \
+        assert (
+            p in sch.clusters[j]
+            or any(hamming(strings[p], strings[q]) == 0 for q in sch.pivots[:j])
             or len(sch.clusters[j]) == cap
+        )
 
 
 @given(strings64, st.integers(1, 0xFFFF))
@@ -73,8 +77,12 @@ def test_assignment_is_nearest_non_full(strings, seed):
 
 
 def _intra(strings, order):
-    return np.mean([np.mean([hamming(strings[a], strings[b]) for a in order[i:i + 4] for b in order[i:i + 4]])
-                    for i in range(0, len(order), 4)])
+    return np.mean(
+        [
+            np.mean([hamming(strings[a], strings[b]) for a in order[i : i + 4] for b in order[i : i + 4]])
+            for i in range(0, len(order), 4)
+        ]
+    )
 
 
 def test_schedule_tightens_groups():

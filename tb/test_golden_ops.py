@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from kaleido.golden import ABSENT, COSTS, Reuse, op_counts
+from kaleido.encoding import ABSENT, Part, Phase, Reuse, tile_parts
+from kaleido.golden import COSTS, op_counts
 from kaleido.golden.attention import oracle_product_costs
-from kaleido.golden.pe import units, tile_parts, Phase, Part
-from kaleido.golden.reuse import follower_classes, group_slices
-
-from .strategies import heads, thresholds
+from kaleido.golden.reuse import follower_classes
+from kaleido.loopnest import group_slices, units
+from kaleido.tb.strategies import heads, thresholds
 
 
 def _brute_force(Q, K, grid, split, F, P, kind):
@@ -23,7 +23,7 @@ def _brute_force(Q, K, grid, split, F, P, kind):
     for sl, axis in group_slices(split):
         u = units(grid, axis)
         for c in range(sl.start, sl.stop):
-            for (ai, fi), (aj, fj) in itertools.product(u, u):
+            for (_ai, fi), (_aj, fj) in itertools.product(u, u):
                 if kind == "dense":
                     total += 2 * (1 + (fi >= 0)) * (1 + (fj >= 0))
                     continue
@@ -38,8 +38,10 @@ def _brute_force(Q, K, grid, split, F, P, kind):
                     if kind == "oracle":
                         cost += 0 if Reuse.FULL in (q, k) else (1 if k == Reuse.PARTIAL else 2)
                     elif q == Reuse.FULL:
-                        cost += {"hw3": {Reuse.FULL: 2, Reuse.PARTIAL: 1, Reuse.NONE: 0},
-                                 "hw4": {Reuse.FULL: 0, Reuse.PARTIAL: 0, Reuse.NONE: 0}}[kind][k]
+                        cost += {
+                            "hw3": {Reuse.FULL: 2, Reuse.PARTIAL: 1, Reuse.NONE: 0},
+                            "hw4": {Reuse.FULL: 0, Reuse.PARTIAL: 0, Reuse.NONE: 0},
+                        }[kind][k]
                     else:
                         cost += t1[k]
                 total += cost

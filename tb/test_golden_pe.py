@@ -4,14 +4,26 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kaleido import KaleidoConfig
-from kaleido.golden import (ABSENT, Need, PEModel, Phase, Reuse, SlotKind, array_pass,
-                            channel_needs, classify, match, reuse_scores, scores_by_passes)
+from kaleido.golden import (
+    ABSENT,
+    Need,
+    PEModel,
+    Phase,
+    Reuse,
+    SlotKind,
+    array_pass,
+    channel_needs,
+    classify,
+    match,
+    reuse_scores,
+    scores_by_passes,
+)
 from kaleido.golden.reuse import lead_eq
-
-from .strategies import heads
+from kaleido.tb.strategies import heads
 
 ALL = np.arange(-128, 128, dtype=np.int8)
 
@@ -53,7 +65,7 @@ def test_nine_combinations_every_tile(q, k, accumulators, seed):
             fa, fb = _follower_with_class(rng, a, q, F, P), _follower_with_class(rng, b, k, F, P)
             if fa is not None and fb is not None:
                 break
-        A[0, :, c] = (a, a if q == Reuse.FULL else fa)              # row side
+        A[0, :, c] = (a, a if q == Reuse.FULL else fa)  # row side
         col_eff = b if k == Reuse.FULL else ((b & -16) | (fb & 15)) if k == Reuse.PARTIAL else fb
         B[0, :, c] = (b, col_eff)
     qt = np.full((1, n), q, np.uint8)
@@ -73,7 +85,7 @@ def test_absent_tiles_are_zero():
     k = np.array([[2, 2, 1, 0], [ABSENT] * 4], np.uint8)
     slots = [[(c,) for c in range(4)]] * 4
     tiles = array_pass(A, q, B, k, slots)
-    assert (tiles[0, :, 2:] == 0).all()          # unpaired row: no T2, T3
+    assert (tiles[0, :, 2:] == 0).all()  # unpaired row: no T2, T3
     assert (tiles[:, 1, 1] == 0).all() and (tiles[:, 1, 3] == 0).all()  # unpaired column: no T1, T3
     assert tiles[0, 0, 0] == A[0, 0].astype(np.int64) @ B[0, 0]
 
@@ -115,8 +127,8 @@ def test_match_properties(needs, L):
             h, p = s
             assert needs[h] == needs[p] == Need.HALF and h < p
             between = [c for c in range(h + 1, p) if needs[c] != Need.SKIP and c not in used]
-            assert len(between) < L                               # within the lookahead
-            assert all(needs[c] != Need.HALF for c in between)    # the first HALF one
+            assert len(between) < L  # within the lookahead
+            assert all(needs[c] != Need.HALF for c in between)  # the first HALF one
         used.update(s)
     if L == 0:
         assert all(len(s) == 1 for s in slots)
@@ -133,15 +145,22 @@ def test_match_lookahead_window():
     H, Fn = Need.HALF, Need.FULL
     assert match([H, Fn, Fn, Fn, Fn, H], 4) == [(0,), (1,), (2,), (3,), (4,), (5,)]
     assert match([H, Fn, Fn, Fn, H], 4) == [(0, 4), (1,), (2,), (3,)]
-    assert match(["HALF", "SKIP", "HALF"], 1) == [(0, 2)]  # SKIP entries do not count
+    assert match([Need.HALF, Need.SKIP, Need.HALF], 1) == [(0, 2)]  # SKIP entries do not count
     with pytest.raises(ValueError, match="needs must be SKIP, HALF or FULL"):
         match(["LO"])
 
 
 # --- loop nest -----------------------------------------------------------------
 
-@given(heads(max_extent=5, max_group=5), st.sampled_from([3, 4]), st.booleans(), st.booleans(),
-       st.integers(1, 5), st.sampled_from([(5, 3), (5, 4), (3, 1), (9, 9)]))
+
+@given(
+    heads(max_extent=5, max_group=5),
+    st.sampled_from([3, 4]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 5),
+    st.sampled_from([(5, 3), (5, 4), (3, 1), (9, 9)]),
+)
 def test_scores_by_passes_equals_reuse_scores(head, acc, matcher, scheduler, batch, FP):
     Q, K, grid, split = head
     cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, F=FP[0], P=FP[1])

@@ -2,13 +2,23 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kaleido.golden import (ABSENT, Reuse, classify, effective, lead_eq, op_counts, pairs, reuse_scores,
-                            scores_by_passes, skip_baselines)
+from kaleido.golden import (
+    ABSENT,
+    Reuse,
+    classify,
+    effective,
+    lead_eq,
+    op_counts,
+    pairs,
+    reuse_scores,
+    scores_by_passes,
+    skip_baselines,
+)
 from kaleido.golden.reuse import follower_classes
-
-from .strategies import heads, int8_pairs, thresholds
+from kaleido.tb.strategies import heads, int8_pairs, thresholds
 
 ALL = np.arange(-128, 128, dtype=np.int8)
 A_ALL, B_ALL = (x.ravel() for x in np.meshgrid(ALL, ALL, indexing="ij"))
@@ -20,8 +30,9 @@ def _bits(x):
 
 def test_lead_eq_exhaustive():
     le = lead_eq(A_ALL, B_ALL)
-    ref = np.array([next((i for i in range(8) if _bits(a)[i] != _bits(b)[i]), 8)
-                    for a, b in zip(A_ALL, B_ALL)])
+    ref = np.array(
+        [next((i for i in range(8) if _bits(a)[i] != _bits(b)[i]), 8) for a, b in zip(A_ALL, B_ALL, strict=True)]
+    )
     assert (le == ref).all()
 
 
@@ -152,30 +163,33 @@ def test_directions():
 Q0 = np.zeros((8, 4), np.int8)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: classify(np.zeros(3, np.int16), np.zeros(3, np.int8)), "anchor must have dtype int8, not int16"),
-    (lambda: classify(np.zeros(3, np.int8), np.zeros(4, np.int8)), "same shape"),
-    (lambda: classify([1, 2], np.zeros(2, np.int8)), "anchor must be a numpy int8 array, not list"),
-    (lambda: classify(np.zeros(3, np.int8), np.zeros(3, np.int8), 4, 5), "P <= F"),
-    (lambda: classify(np.zeros(3, np.int8), np.zeros(3, np.int8), 10, 3), "threshold F must be in 1..9, not 10"),
-    (lambda: classify(np.zeros(3, np.int8), np.zeros(3, np.int8), 5, 0), "threshold P must be in 1..9, not 0"),
-    (lambda: effective(Q0.astype(np.float32), (2, 2, 2), (1, 2, 1)), "Z must have dtype int8, not float32"),
-    (lambda: effective(Q0, (2, 2, 3), (1, 2, 1)), r"grid \(2, 2, 3\) holds 12 tokens, but the tensor has N = 8"),
-    (lambda: effective(Q0, (2, 2, 2), (1, 2, 2)), r"split \(1, 2, 2\) sums to 5, but the head dimension d is 4"),
-    (lambda: effective(Q0, (2, 2, 2), (0, 2, 2)), "at least 1"),
-    (lambda: effective(Q0, (2, 2, 2), (1, 2, 1), side="left"), "side must be 'row' or 'column', not 'left'"),
-    (lambda: effective(Q0, (2, 2), (1, 2, 1)), "grid must be three integers"),
-    (lambda: effective(Q0[0], (2, 2, 2), (1, 2, 1)), r"Z must be 2-D, not shape \(4,\)"),
-    (lambda: reuse_scores(Q0, Q0[:, :3], (2, 2, 2), (1, 2, 1)), "Q and K must have the same shape"),
-    (lambda: reuse_scores(Q0, Q0.astype(np.uint8), (2, 2, 2), (1, 2, 1)), "K must have dtype int8, not uint8"),
-    (lambda: reuse_scores(Q0, Q0, (2, 2, 2), (1, 2, 1), 9, 10), "threshold P must be in 1..9, not 10"),
-    (lambda: pairs((2, 2, 2), 3), "axis must be 0"),
-    (lambda: op_counts(Q0.astype(np.int16), Q0, (2, 2, 2), (1, 2, 1)), "Q must have dtype int8, not int16"),
-    (lambda: op_counts(Q0, Q0, (2, 2, 2), (1, 2, 1), 5, 6), "P <= F"),
-    (lambda: op_counts(Q0, Q0, (1, 2, 2), (1, 2, 1)), "holds 4 tokens, but the tensor has N = 8"),
-    (lambda: skip_baselines(Q0, Q0, Q0, (2, 2, 2), (2, 2, 1), scales=(1, 1, 1)), "sums to 5"),
-    (lambda: scores_by_passes(Q0, Q0[:4], (2, 2, 2), (1, 2, 1)), "Q and K must have the same shape"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: classify(np.zeros(3, np.int16), np.zeros(3, np.int8)), "anchor must have dtype int8, not int16"),
+        (lambda: classify(np.zeros(3, np.int8), np.zeros(4, np.int8)), "same shape"),
+        (lambda: classify([1, 2], np.zeros(2, np.int8)), "anchor must be a numpy int8 array, not list"),  # type: ignore[arg-type]
+        (lambda: classify(np.zeros(3, np.int8), np.zeros(3, np.int8), 4, 5), "P <= F"),
+        (lambda: classify(np.zeros(3, np.int8), np.zeros(3, np.int8), 10, 3), "threshold F must be in 1..9, not 10"),
+        (lambda: classify(np.zeros(3, np.int8), np.zeros(3, np.int8), 5, 0), "threshold P must be in 1..9, not 0"),
+        (lambda: effective(Q0.astype(np.float32), (2, 2, 2), (1, 2, 1)), "Z must have dtype int8, not float32"),
+        (lambda: effective(Q0, (2, 2, 3), (1, 2, 1)), r"grid \(2, 2, 3\) holds 12 tokens, but the tensor has N = 8"),
+        (lambda: effective(Q0, (2, 2, 2), (1, 2, 2)), r"split \(1, 2, 2\) sums to 5, but the head dimension d is 4"),
+        (lambda: effective(Q0, (2, 2, 2), (0, 2, 2)), "at least 1"),
+        (lambda: effective(Q0, (2, 2, 2), (1, 2, 1), side="left"), "side must be 'row' or 'column', not 'left'"),
+        (lambda: effective(Q0, (2, 2), (1, 2, 1)), "grid must be three integers"),
+        (lambda: effective(Q0[0], (2, 2, 2), (1, 2, 1)), r"Z must be 2-D, not shape \(4,\)"),
+        (lambda: reuse_scores(Q0, Q0[:, :3], (2, 2, 2), (1, 2, 1)), "Q and K must have the same shape"),
+        (lambda: reuse_scores(Q0, Q0.astype(np.uint8), (2, 2, 2), (1, 2, 1)), "K must have dtype int8, not uint8"),
+        (lambda: reuse_scores(Q0, Q0, (2, 2, 2), (1, 2, 1), 9, 10), "threshold P must be in 1..9, not 10"),
+        (lambda: pairs((2, 2, 2), 3), "axis must be 0"),
+        (lambda: op_counts(Q0.astype(np.int16), Q0, (2, 2, 2), (1, 2, 1)), "Q must have dtype int8, not int16"),
+        (lambda: op_counts(Q0, Q0, (2, 2, 2), (1, 2, 1), 5, 6), "P <= F"),
+        (lambda: op_counts(Q0, Q0, (1, 2, 2), (1, 2, 1)), "holds 4 tokens, but the tensor has N = 8"),
+        (lambda: skip_baselines(Q0, Q0, Q0, (2, 2, 2), (2, 2, 1), scales=(1, 1, 1)), "sums to 5"),
+        (lambda: scores_by_passes(Q0, Q0[:4], (2, 2, 2), (1, 2, 1)), "Q and K must have the same shape"),
+    ],
+)
 def test_wrong_input(call, message):
     with pytest.raises((TypeError, ValueError), match=message):
         call()

@@ -3,14 +3,15 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kaleido import KaleidoConfig
-from kaleido.golden.pe import Phase, iter_passes
+from kaleido.encoding import Phase
+from kaleido.golden.loopnest import iter_passes
 from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
 from kaleido.model import VARIANTS, run_model, stream_cycles
-
-from .strategies import heads
+from kaleido.tb.strategies import heads
 
 
 def _loop_beats(Q, K, grid, split, cfg, variant):
@@ -20,16 +21,24 @@ def _loop_beats(Q, K, grid, split, cfg, variant):
     for ps in iter_passes(Q, K, grid, split, cfg, matcher=matcher, scheduler=scheduler):
         passes += 1
         for p in Phase:
-            per_phase[p] += max(1, len(ps["slots"][p]))
+            per_phase[p] += max(1, len(ps.slots[p]))
     return per_phase, passes
 
 
-@given(heads(max_extent=5, max_group=6), st.sampled_from(sorted(VARIANTS)), st.sampled_from([3, 4]),
-       st.integers(1, 6), st.integers(1, 3), st.integers(1, 3), st.integers(0, 5))
+@given(
+    heads(max_extent=5, max_group=6),
+    st.sampled_from(sorted(VARIANTS)),
+    st.sampled_from([3, 4]),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(0, 5),
+)
 def test_model_equals_loop_nest(head, variant, acc, batch, rows, cols, lookahead):
     Q, K, grid, split = head
-    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, array_rows=rows, array_cols=cols,
-                        lookahead=max(1, lookahead))
+    cfg = KaleidoConfig(
+        split=split, batch=batch, accumulators=acc, array_rows=rows, array_cols=cols, lookahead=max(1, lookahead)
+    )
     per_phase, passes = _loop_beats(Q, K, grid, split, cfg, variant)
     r = run_model(Q, K, grid, split, cfg, variant=variant)
     assert [r.phases[p.name]["beats"] for p in Phase] == per_phase
@@ -80,11 +89,11 @@ def test_wrong_arguments():
         run_model(w.q.astype(np.int32), w.k, w.grid, w.split)
 
 
-
 def test_tile_traffic_counts_every_score_once_per_batch():
     from kaleido.bench.tiles import tile_traffic
+
     w = synthetic_video("hunyuan", (2, 3, 5), "fast", seed=2)
     cfg = KaleidoConfig()
     t = tile_traffic(w, cfg)
-    assert t["tiles"] == w.n * w.n * len(cfg.batches)   # each (i, j) once per batch
+    assert t["tiles"] == w.n * w.n * len(cfg.batches)  # each (i, j) once per batch
     assert sum(t["histogram"][1:]) <= t["beats"] + 8 and t["max_per_cycle"] <= 16

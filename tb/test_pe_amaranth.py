@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
-from kaleido.golden.pe import run_beats
-
-from .amaranth_sim import simulate_pe
-from .driver import pe_beat
+from kaleido.golden.array import run_beats
+from kaleido.tb.amaranth_sim import simulate_pe
+from kaleido.tb.driver import pe_beat
 
 
 @pytest.mark.parametrize("accumulators", [3, 4])
@@ -27,15 +26,17 @@ def test_every_tag_combination(accumulators, seed):
         beats.append(pe_beat(1, kind, phase, 0, r1, r0 if kind else r1, q0, q1, ~k, k0, k1))
         beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
     out = simulate_pe(cfg, beats)
-    exp = [(int(p), int(t[0, 0])) for p, t in run_beats(beats, 1, 1, accumulators=accumulators,
-                                                        acc_width=cfg.acc_width)]
+    exp = [
+        (int(p), int(t[0, 0])) for p, t in run_beats(beats, 1, 1, accumulators=accumulators, acc_width=cfg.acc_width)
+    ]
     assert out == exp
 
 
 def test_products_sampled(seed):
     """FULL8 products over a random sample of int8 pairs (exhaustive in cocotb)."""
     rng = np.random.default_rng(seed)
-    pairs = [(-128, -128), (-128, 127), (127, -128), (0, -1)] + \
-        [tuple(int(x) for x in rng.integers(-128, 128, 2)) for _ in range(500)]
+    pairs = [(-128, -128), (-128, 127), (127, -128), (0, -1)] + [
+        tuple(int(x) for x in rng.integers(-128, 128, 2)) for _ in range(500)
+    ]
     beats = [pe_beat(1, 0, 0, 1, a, a, 0, 0, b, 0, 0) for a, b in pairs]
     assert [v for _, v in simulate_pe(KaleidoConfig(), beats)] == [a * b for a, b in pairs]

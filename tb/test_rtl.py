@@ -5,8 +5,7 @@ simulator, design and configuration, so ``pytest -n 2`` is safe)."""
 import pytest
 
 from kaleido import KaleidoConfig
-
-from .runner import SIMULATORS, run_cocotb
+from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 pytestmark = pytest.mark.rtl
 
@@ -14,7 +13,7 @@ pytestmark = pytest.mark.rtl
 BENCHES = [
     ("kaleido_pe", 3, "kaleido.tb.cocotb_pe", {}, 4),
     ("kaleido_pe", 4, "kaleido.tb.cocotb_pe", {}, 4),
-    ("kaleido_array", 3, "kaleido.tb.cocotb_array", {}, 6),   # 5 + the soak, skipped here
+    ("kaleido_array", 3, "kaleido.tb.cocotb_array", {}, 6),  # 5 + the soak, skipped here
     ("kaleido_array", 4, "kaleido.tb.cocotb_array", {}, 6),
     ("detector", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "detector"}, 2),
     ("matcher", 3, "kaleido.tb.cocotb_stream", {"KALEIDO_BLOCK": "matcher"}, 2),
@@ -27,8 +26,9 @@ def _config(overrides):
     return KaleidoConfig(**overrides) if isinstance(overrides, dict) else KaleidoConfig(accumulators=overrides)
 
 
-@pytest.mark.parametrize("design, overrides, module, env, n_tests", BENCHES,
-                         ids=[f"{b[0]}-{_config(b[1]).tag}" for b in BENCHES])
+@pytest.mark.parametrize(
+    "design, overrides, module, env, n_tests", BENCHES, ids=[f"{b[0]}-{_config(b[1]).tag}" for b in BENCHES]
+)
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_cocotb(sim, design, overrides, module, env, n_tests, seed):
     cfg = _config(overrides)
@@ -42,7 +42,14 @@ def test_array_soak(sim, seed):
     """``make soak``: 10^6 cycles (KALEIDO_SOAK_CYCLES) of random passes with
     stalls through the array, zero mismatches."""
     import os
+
     cycles = os.environ.get("KALEIDO_SOAK_CYCLES", "1000000")
-    result = run_cocotb(sim, "kaleido_array", KaleidoConfig(), "kaleido.tb.cocotb_array",
-                        testcase="soak", extra_env={"KALEIDO_SEED": str(seed), "KALEIDO_SOAK_CYCLES": cycles})
+    result = run_cocotb(
+        sim,
+        "kaleido_array",
+        KaleidoConfig(),
+        "kaleido.tb.cocotb_array",
+        testcase="soak",
+        extra_env={"KALEIDO_SEED": str(seed), "KALEIDO_SOAK_CYCLES": cycles},
+    )
     assert result["tests"] == 1 and result["failed"] == 0, result

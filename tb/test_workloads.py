@@ -5,8 +5,16 @@ import pytest
 
 from kaleido.golden import effective, reuse_scores
 from kaleido.golden.reuse import follower_classes
-from kaleido.golden.workloads import (Workload, constant_workload, load, quantise, random_workload,
-                                      rope_3d, save, synthetic_video)
+from kaleido.golden.workloads import (
+    Workload,
+    constant_workload,
+    load,
+    quantise,
+    random_workload,
+    rope_3d,
+    save,
+    synthetic_video,
+)
 
 
 def test_quantise():
@@ -43,6 +51,7 @@ def test_video_has_more_reuse_than_random_and_spread_matters():
     def full_fraction(w):
         c = follower_classes(w.q, w.grid, w.split)
         return (c[c != 3] == 2).mean()
+
     video = synthetic_video("hunyuan", (4, 8, 8), "slow", seed=0)
     assert full_fraction(video) > 2 * full_fraction(random_workload((4, 8, 8), seed=0))
     flat = synthetic_video("hunyuan", (4, 8, 8), "slow", seed=0, spread=0.0)
@@ -54,8 +63,8 @@ def test_slow_has_more_reuse_than_fast():
     def saved(w):
         c = follower_classes(w.q, w.grid, w.split)
         return (c[c != 3] == 2).mean()
-    assert saved(synthetic_video(grid=(4, 8, 8), motion="slow")) > \
-        saved(synthetic_video(grid=(4, 8, 8), motion="fast"))
+
+    assert saved(synthetic_video(grid=(4, 8, 8), motion="slow")) > saved(synthetic_video(grid=(4, 8, 8), motion="fast"))
 
 
 def test_save_load_roundtrip(tmp_path):
@@ -74,16 +83,19 @@ def test_load_defaults_scales(tmp_path):
     assert load(tmp_path / "x.npz").scales == (1.0, 1.0, 1.0)
 
 
-@pytest.mark.parametrize("arrays, message", [
-    ({"q": np.zeros((4, 3), np.int16)}, "q must have dtype int8, not int16"),
-    ({"grid": [2, 2, 2]}, r"grid \(2, 2, 2\) holds 8 tokens, but the tensor has N = 4"),
-    ({"split": [1, 1, 2]}, "sums to 4, but the head dimension d is 3"),
-    ({"grid": [1.0, 2.0, 2.0]}, "grid must be 3 integers"),
-    ({"split": [1, 2]}, "split must be 3 integers"),
-    ({"k": np.zeros((4, 2), np.int8)}, "q, k, v must share one shape"),
-    ({"q_scale": np.float64(-1.0)}, "q_scale must be a finite positive number"),
-    ({"v": None}, r"lacks the arrays \['v'\]"),
-])
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ({"q": np.zeros((4, 3), np.int16)}, "q must have dtype int8, not int16"),
+        ({"grid": [2, 2, 2]}, r"grid \(2, 2, 2\) holds 8 tokens, but the tensor has N = 4"),
+        ({"split": [1, 1, 2]}, "sums to 4, but the head dimension d is 3"),
+        ({"grid": [1.0, 2.0, 2.0]}, "grid must be 3 integers"),
+        ({"split": [1, 2]}, "split must be 3 integers"),
+        ({"k": np.zeros((4, 2), np.int8)}, "q, k, v must share one shape"),
+        ({"q_scale": np.float64(-1.0)}, "q_scale must be a finite positive number"),
+        ({"v": None}, r"lacks the arrays \['v'\]"),
+    ],
+)
 def test_load_rejects(tmp_path, arrays, message):
     q = np.zeros((4, 3), np.int8)
     data = {"q": q, "k": q, "v": q, "grid": [1, 2, 2], "split": [1, 1, 1], **arrays}
@@ -100,15 +112,22 @@ def test_load_missing_and_garbage(tmp_path):
         load(tmp_path / "junk.npz")
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: synthetic_video("flux"), "unknown preset 'flux'"),
-    (lambda: synthetic_video(motion="warp"), "motion must be one of"),
-    (lambda: synthetic_video(grid=(0, 2, 2)), "at least 1"),
-    (lambda: synthetic_video(spread=-1), "spread must be a real number in"),
-    (lambda: synthetic_video(image="nonexistent_picture"), "must name a scikit-image sample image"),
-    (lambda: Workload(np.zeros((4, 3)), np.zeros((4, 3), np.int8), np.zeros((4, 3), np.int8), (1, 2, 2),
-                      (1, 1, 1)), "q must have dtype int8, not float64"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: synthetic_video("flux"), "unknown preset 'flux'"),
+        (lambda: synthetic_video(motion="warp"), "motion must be one of"),
+        (lambda: synthetic_video(grid=(0, 2, 2)), "at least 1"),
+        (lambda: synthetic_video(spread=-1), "spread must be a real number in"),
+        (lambda: synthetic_video(image="nonexistent_picture"), "must name a scikit-image sample image"),
+        (
+            lambda: Workload(
+                np.zeros((4, 3)), np.zeros((4, 3), np.int8), np.zeros((4, 3), np.int8), (1, 2, 2), (1, 1, 1)
+            ),
+            "q must have dtype int8, not float64",
+        ),
+    ],
+)
 def test_generator_rejects(call, message):
     with pytest.raises((TypeError, ValueError), match=message):
         call()

@@ -17,17 +17,20 @@ import os
 
 import numpy as np
 
+from kaleido.config import LFSR_SEED
+from kaleido.golden.reuse import follower_classes
+from kaleido.golden.scheduler import hamming, reuse_strings, schedule_order
+from kaleido.loopnest import group_slices, unit_tags, units
+
 from .. import KaleidoConfig
-from ..golden.dispatch import LFSR_SEED, hamming, reuse_strings, schedule_order
-from ..golden.pe import unit_tags, units
-from ..golden.reuse import follower_classes, group_slices
 from ..golden.workloads import synthetic_video
 from ..model import VARIANTS, run_model
+
 
 def _intra(strings, order, size=4):
     vals = []
     for i in range(0, len(order) - size + 1, size):
-        g = order[i:i + size]
+        g = order[i : i + size]
         vals.append(np.mean([hamming(strings[a], strings[b]) for a in g for b in g if a < b]))
     return float(np.mean(vals))
 
@@ -37,7 +40,7 @@ def tightening(w, cfg):
     for side, Z in (("q", w.q), ("k", w.k)):
         cls = follower_classes(Z, w.grid, w.split, cfg.F, cfg.P)
         queue, sched, state = [], [], LFSR_SEED
-        for (sl, axis) in group_slices(w.split):
+        for sl, axis in group_slices(w.split):
             u = units(w.grid, axis)
             for c0 in range(sl.start, sl.stop, cfg.batch):
                 ch = np.arange(c0, min(c0 + cfg.batch, sl.stop))
@@ -66,14 +69,20 @@ def main(argv=None):
         for name in VARIANTS:
             print(f"  {motion}: {name} ...", flush=True)
             r = run_model(w.q, w.k, w.grid, w.split, cfg, variant=name)
-            b[name] = {"beats": r.beats, "slots": sum(p["slots"] for p in r.phases.values()),
-                       "passes": r.passes}
+            b[name] = {"beats": r.beats, "slots": sum(p["slots"] for p in r.phases.values()), "passes": r.passes}
         result[motion] = {"tightening": t, "beats": b}
-        rows.append({"motion": motion, "q_queue": t["q"]["queue_order"], "q_sched": t["q"]["scheduled"],
-                     "k_queue": t["k"]["queue_order"], "k_sched": t["k"]["scheduled"],
-                     **{f"beats_{n}": v["beats"] for n, v in b.items()},
-                     "matcher_saves": 1 - b["pe-m"]["beats"] / b["pe"]["beats"],
-                     "full_vs_pe": b["pe"]["beats"] / b["full"]["beats"]})
+        rows.append(
+            {
+                "motion": motion,
+                "q_queue": t["q"]["queue_order"],
+                "q_sched": t["q"]["scheduled"],
+                "k_queue": t["k"]["queue_order"],
+                "k_sched": t["k"]["scheduled"],
+                **{f"beats_{n}": v["beats"] for n, v in b.items()},
+                "matcher_saves": 1 - b["pe-m"]["beats"] / b["pe"]["beats"],
+                "full_vs_pe": b["pe"]["beats"] / b["full"]["beats"],
+            }
+        )
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)

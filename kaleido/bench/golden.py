@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from ..golden import effective, reuse_scores
+from kaleido.golden import effective, reuse_scores
+
 from ..golden.workloads import synthetic_video
 
 
@@ -31,9 +32,17 @@ def bench_reuse_scores(grid=(16, 16, 16), preset="hunyuan", repeats=7, seed=0):
     Qe = effective(w.q, w.grid, w.split, side="row").astype(np.int64)
     Ke = effective(w.k, w.grid, w.split).astype(np.int64)
     exact = bool((S == Qe @ Ke.T).all())
-    return {"function": "reuse_scores", "N": int(w.n), "d": int(w.d), "grid": list(grid),
-            "best_s": min(times), "median_s": statistics.median(times), "repeats": repeats,
-            "exact_vs_int64_matmul": exact, "goal_s": 0.5}
+    return {
+        "function": "reuse_scores",
+        "N": int(w.n),
+        "d": int(w.d),
+        "grid": list(grid),
+        "best_s": min(times),
+        "median_s": statistics.median(times),
+        "repeats": repeats,
+        "exact_vs_int64_matmul": exact,
+        "goal_s": 0.5,
+    }
 
 
 def main(argv=None):
@@ -43,13 +52,19 @@ def main(argv=None):
     args = ap.parse_args(argv)
     print("reuse_scores, N = 4096, d = 128:", flush=True)
     result = bench_reuse_scores(repeats=args.repeats)
-    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
-                         "numpy": np.__version__, "processor": platform.processor()}
+    result["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "processor": platform.processor(),
+    }
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)
-    print(f"best {result['best_s']:.3f} s, median {result['median_s']:.3f} s "
-          f"(goal <= {result['goal_s']} s), exact: {result['exact_vs_int64_matmul']} -> {args.out}")
+    print(
+        f"best {result['best_s']:.3f} s, median {result['median_s']:.3f} s "
+        f"(goal <= {result['goal_s']} s), exact: {result['exact_vs_int64_matmul']} -> {args.out}"
+    )
     if not result["exact_vs_int64_matmul"]:
         raise SystemExit("reuse_scores is NOT exact")
 

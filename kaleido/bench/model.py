@@ -13,9 +13,9 @@ import os
 import time
 
 from .. import KaleidoConfig
-from ..cli import _progress
 from ..golden.workloads import synthetic_video
 from ..model import run_model
+from ..progress import batch_progress
 
 
 def main(argv=None):
@@ -28,11 +28,21 @@ def main(argv=None):
     t0 = time.perf_counter()
     w = synthetic_video("hunyuan", grid, "slow", seed=0)
     t1 = time.perf_counter()
-    r = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(), variant=args.variant, progress=_progress)
+    r = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(), variant=args.variant, progress=batch_progress())
     t2 = time.perf_counter()
-    out = {"grid": grid, "n": w.n, "d": w.d, "variant": args.variant, "workload_s": t1 - t0,
-           "model_s": t2 - t1, "goal_s": 60, "cycles": r.cycles, "speedup": r.speedup,
-           "utilization": r.utilization, "passes": r.passes}
+    out = {
+        "grid": grid,
+        "n": w.n,
+        "d": w.d,
+        "variant": args.variant,
+        "workload_s": t1 - t0,
+        "model_s": t2 - t1,
+        "goal_s": 60,
+        "cycles": r.cycles,
+        "speedup": r.speedup,
+        "utilization": r.utilization,
+        "passes": r.passes,
+    }
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=2)

@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
+from kaleido.golden import op_counts, reuse_attention, skip_baselines
+
 from .. import KaleidoConfig
-from ..golden import op_counts, reuse_attention, skip_baselines
 from ..golden.workloads import synthetic_video
 from ..model import VARIANTS, run_model
-
 
 
 def _save(out, name, rows):
@@ -33,8 +33,10 @@ def _save(out, name, rows):
 
 def _plot():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -85,24 +87,41 @@ def fig9(rep, plt):
         w = rep.workload(motion, grid=rep.small)
         out = skip_baselines(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales)
         vals[motion] = {k: out[k]["mse"] for k in ("reuse", "skip_reused", "skip_lowest")}
-        rows.append({"motion": motion, "saved_ratio": out["saved_ratio"], **{f"mse_{k}": v for k, v in vals[motion].items()}})
+        rows.append(
+            {"motion": motion, "saved_ratio": out["saved_ratio"], **{f"mse_{k}": v for k, v in vals[motion].items()}}
+        )
     _save(rep.out, "fig9_skip_baselines", rows)
-    _bars(plt, rep.out, "fig9_skip_baselines", ["slow", "fast"], ["reuse", "skip_reused", "skip_lowest"], vals,
-          "attention-output MSE vs int8", f"Fig. 9: equal saved ops ({rows[0]['saved_ratio']:.0%} slow)", log=True)
+    _bars(
+        plt,
+        rep.out,
+        "fig9_skip_baselines",
+        ["slow", "fast"],
+        ["reuse", "skip_reused", "skip_lowest"],
+        vals,
+        "attention-output MSE vs int8",
+        f"Fig. 9: equal saved ops ({rows[0]['saved_ratio']:.0%} slow)",
+        log=True,
+    )
     r = rows
-    return ["## Fig. 9: reuse vs skipping at an equal saved-op ratio",
-            "",
-            f"Head {rep.small}, (F,P) = (5,3). Both baselines skip the oracle's saved nibble multiplies as whole "
-            "products; MSE of the attention output against int8 attention without reuse.",
-            "",
-            "| motion | saved ops | MSE reuse | MSE skip-reused | MSE skip-lowest | reuse advantage |",
-            "|---|---|---|---|---|---|",
-            *[f"| {x['motion']} | {x['saved_ratio']:.1%} | {x['mse_reuse']:.3g} | {x['mse_skip_reused']:.3g} | "
-              f"{x['mse_skip_lowest']:.3g} | {min(x['mse_skip_reused'], x['mse_skip_lowest']) / x['mse_reuse']:.1f}x |"
-              for x in r],
-            "",
-            "Paper: an order of magnitude lower MSE than both baselines at 85 % saved tokens.",
-            "", "![fig9](report/fig9_skip_baselines.png)", ""]
+    return [
+        "## Fig. 9: reuse vs skipping at an equal saved-op ratio",
+        "",
+        f"Head {rep.small}, (F,P) = (5,3). Both baselines skip the oracle's saved nibble multiplies as whole "
+        "products; MSE of the attention output against int8 attention without reuse.",
+        "",
+        "| motion | saved ops | MSE reuse | MSE skip-reused | MSE skip-lowest | reuse advantage |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {x['motion']} | {x['saved_ratio']:.1%} | {x['mse_reuse']:.3g} | {x['mse_skip_reused']:.3g} | "
+            f"{x['mse_skip_lowest']:.3g} | {min(x['mse_skip_reused'], x['mse_skip_lowest']) / x['mse_reuse']:.1f}x |"
+            for x in r
+        ],
+        "",
+        "Paper: an order of magnitude lower MSE than both baselines at 85 % saved tokens.",
+        "",
+        "![fig9](report/fig9_skip_baselines.png)",
+        "",
+    ]
 
 
 def fig18c(rep, plt):
@@ -113,15 +132,35 @@ def fig18c(rep, plt):
         vals[motion] = {k: c[k] / c["dense"] for k in ("dense", "hw3", "hw4", "oracle")}
         rows.append({"motion": motion, **c})
     _save(rep.out, "fig18c_ops", rows)
-    _bars(plt, rep.out, "fig18c_ops", ["slow", "fast"], ["dense", "hw3", "hw4", "oracle"], vals,
-          "nibble multiplies / dense", "Fig. 18c: op counts of Q K^T")
-    return ["## Fig. 18c: dense, oracle and hardware op counts",
-            "", f"Head {rep.grid}, (F,P) = (5,3), nibble multiplies of `Q K^T` (dense = 8 per pair group and channel).", "",
-            "| motion | dense | hw (3 acc.) | hw (4 acc.) | oracle | saved hw3 | saved oracle |", "|---|---|---|---|---|---|---|",
-            *[f"| {x['motion']} | {x['dense']:,} | {x['hw3']:,} | {x['hw4']:,} | {x['oracle']:,} | "
-              f"{1 - x['hw3'] / x['dense']:.1%} | {1 - x['oracle'] / x['dense']:.1%} |" for x in rows],
-            "", "Paper: up to 85 % of attention computation removed (its oracle also reuses in any direction; ours "
-            "keeps the fixed directions, spec sec. 9).", "", "![fig18c](report/fig18c_ops.png)", ""]
+    _bars(
+        plt,
+        rep.out,
+        "fig18c_ops",
+        ["slow", "fast"],
+        ["dense", "hw3", "hw4", "oracle"],
+        vals,
+        "nibble multiplies / dense",
+        "Fig. 18c: op counts of Q K^T",
+    )
+    return [
+        "## Fig. 18c: dense, oracle and hardware op counts",
+        "",
+        f"Head {rep.grid}, (F,P) = (5,3), nibble multiplies of `Q K^T` (dense = 8 per pair group and channel).",
+        "",
+        "| motion | dense | hw (3 acc.) | hw (4 acc.) | oracle | saved hw3 | saved oracle |",
+        "|---|---|---|---|---|---|---|",
+        *[
+            f"| {x['motion']} | {x['dense']:,} | {x['hw3']:,} | {x['hw4']:,} | {x['oracle']:,} | "
+            f"{1 - x['hw3'] / x['dense']:.1%} | {1 - x['oracle'] / x['dense']:.1%} |"
+            for x in rows
+        ],
+        "",
+        "Paper: up to 85 % of attention computation removed (its oracle also reuses in any direction; ours "
+        "keeps the fixed directions, spec sec. 9).",
+        "",
+        "![fig18c](report/fig18c_ops.png)",
+        "",
+    ]
 
 
 def fig19(rep, plt):
@@ -133,22 +172,61 @@ def fig19(rep, plt):
             r = rep.model(w, v)
             vals[motion][v] = r.speedup
             utils[motion][v] = r.utilization
-            rows.append({"motion": motion, "variant": v, "cycles": r.cycles, "dense_cycles": r.dense_cycles,
-                         "speedup": r.speedup, "utilization": r.utilization})
+            rows.append(
+                {
+                    "motion": motion,
+                    "variant": v,
+                    "cycles": r.cycles,
+                    "dense_cycles": r.dense_cycles,
+                    "speedup": r.speedup,
+                    "utilization": r.utilization,
+                }
+            )
     _save(rep.out, "fig19_variants", rows)
-    _bars(plt, rep.out, "fig19_variants", ["slow", "fast"], list(VARIANTS), vals, "speedup over dense",
-          "Fig. 19: variants (3 accumulators, (5,3))", hline=1.0)
-    _bars(plt, rep.out, "fig19_utilization", ["slow", "fast"], list(VARIANTS), utils, "PE utilization",
-          "Fig. 19: PE utilization")
-    lines = ["## Fig. 19: the four variants", "", f"Head {rep.grid}, one 4x4 array, (F,P) = (5,3), 3 accumulators.", "",
-             "| motion | variant | cycles | dense cycles | speedup | utilization |", "|---|---|---|---|---|---|"]
-    lines += [f"| {x['motion']} | {x['variant']} | {x['cycles']:,} | {x['dense_cycles']:,} | {x['speedup']:.3f}x | "
-              f"{x['utilization']:.1%} |" for x in rows]
+    _bars(
+        plt,
+        rep.out,
+        "fig19_variants",
+        ["slow", "fast"],
+        list(VARIANTS),
+        vals,
+        "speedup over dense",
+        "Fig. 19: variants (3 accumulators, (5,3))",
+        hline=1.0,
+    )
+    _bars(
+        plt,
+        rep.out,
+        "fig19_utilization",
+        ["slow", "fast"],
+        list(VARIANTS),
+        utils,
+        "PE utilization",
+        "Fig. 19: PE utilization",
+    )
+    lines = [
+        "## Fig. 19: the four variants",
+        "",
+        f"Head {rep.grid}, one 4x4 array, (F,P) = (5,3), 3 accumulators.",
+        "",
+        "| motion | variant | cycles | dense cycles | speedup | utilization |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {x['motion']} | {x['variant']} | {x['cycles']:,} | {x['dense_cycles']:,} | {x['speedup']:.3f}x | "
+        f"{x['utilization']:.1%} |"
+        for x in rows
+    ]
     gain = {m: vals[m]["full"] / vals[m]["pe"] for m in vals}
-    lines += ["", f"Dispatcher gain (full / pe): slow {gain['slow']:.3f}x, fast {gain['fast']:.3f}x. "
-              f"Utilization pe -> full: slow {utils['slow']['pe']:.1%} -> {utils['slow']['full']:.1%}.",
-              "Paper: the dispatcher gives 1.2x and lifts utilization from 69.4 % to 85.2 %.", "",
-              "![fig19](report/fig19_variants.png) ![fig19u](report/fig19_utilization.png)", ""]
+    lines += [
+        "",
+        f"Dispatcher gain (full / pe): slow {gain['slow']:.3f}x, fast {gain['fast']:.3f}x. "
+        f"Utilization pe -> full: slow {utils['slow']['pe']:.1%} -> {utils['slow']['full']:.1%}.",
+        "Paper: the dispatcher gives 1.2x and lifts utilization from 69.4 % to 85.2 %.",
+        "",
+        "![fig19](report/fig19_variants.png) ![fig19u](report/fig19_utilization.png)",
+        "",
+    ]
     rep.fig19 = (vals, utils, gain)
     return lines
 
@@ -160,8 +238,16 @@ def fig21(rep, plt):
     for side in (2, 4, 8, 16, 32, 64):
         arrays = total // (side * side)
         r = rep.model(w, "full", arrays=arrays, array_rows=side, array_cols=side)
-        rows.append({"array": f"{side}x{side}", "arrays": arrays, "cycles": r.cycles, "dense_cycles": r.dense_cycles,
-                     "speedup": r.speedup, "utilization": r.utilization})
+        rows.append(
+            {
+                "array": f"{side}x{side}",
+                "arrays": arrays,
+                "cycles": r.cycles,
+                "dense_cycles": r.dense_cycles,
+                "speedup": r.speedup,
+                "utilization": r.utilization,
+            }
+        )
         rep.log(f"fig21 {side}x{side}")
     base = next(x for x in rows if x["array"] == "4x4")["speedup"]
     for x in rows:
@@ -172,13 +258,24 @@ def fig21(rep, plt):
     ax.plot([x["array"] for x in rows], [x["normalized"] for x in rows], "o-")
     ax.set_ylabel("speedup / speedup(4x4)")
     _finish(plt, rep.out, fig, ax, "fig21_array_size", f"Fig. 21: array size at {total} PEs (full variant)")
-    return ["## Fig. 21: array size at a constant PE count", "",
-            f"Head {rep.grid}, slow, {total} PEs in total, full variant; speedup over a dense array of the same shape and count.", "",
-            "| array | arrays | cycles | speedup | normalized to 4x4 | utilization |", "|---|---|---|---|---|---|",
-            *[f"| {x['array']} | {x['arrays']} | {x['cycles']:,} | {x['speedup']:.3f}x | {x['normalized']:.3f} | "
-              f"{x['utilization']:.1%} |" for x in rows],
-            "", "Paper: speedup degrades slightly as arrays grow; 2x2 gains marginally over 4x4.", "",
-            "![fig21](report/fig21_array_size.png)", ""]
+    return [
+        "## Fig. 21: array size at a constant PE count",
+        "",
+        f"Head {rep.grid}, slow, {total} PEs in total, full variant; speedup over a dense array of the same shape and count.",
+        "",
+        "| array | arrays | cycles | speedup | normalized to 4x4 | utilization |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {x['array']} | {x['arrays']} | {x['cycles']:,} | {x['speedup']:.3f}x | {x['normalized']:.3f} | "
+            f"{x['utilization']:.1%} |"
+            for x in rows
+        ],
+        "",
+        "Paper: speedup degrades slightly as arrays grow; 2x2 gains marginally over 4x4.",
+        "",
+        "![fig21](report/fig21_array_size.png)",
+        "",
+    ]
 
 
 def fig23(rep, plt):
@@ -188,9 +285,17 @@ def fig23(rep, plt):
         r3 = rep.model(w, "full", F=F, P=P)
         r4 = rep.model(w, "full", F=F, P=P, accumulators=4)
         q = reuse_attention(w.q, w.k, w.v, w.grid, w.split, F, P, scales=w.scales, reference=w.reference)
-        rows.append({"F": F, "P": P, "speedup_3acc": r3.speedup, "speedup_4acc": r4.speedup,
-                     "utilization": r3.utilization, "psnr_vs_int8": q.metrics["vs_int8"]["psnr"],
-                     "psnr_vs_float": q.metrics["vs_float"]["psnr"]})
+        rows.append(
+            {
+                "F": F,
+                "P": P,
+                "speedup_3acc": r3.speedup,
+                "speedup_4acc": r4.speedup,
+                "utilization": r3.utilization,
+                "psnr_vs_int8": q.metrics["vs_int8"]["psnr"],
+                "psnr_vs_float": q.metrics["vs_float"]["psnr"],
+            }
+        )
         rep.log(f"fig23 ({F},{P})")
     _save(rep.out, "fig23_thresholds", rows)
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -205,13 +310,24 @@ def fig23(rep, plt):
     ax2.legend(loc="lower left", fontsize=8)
     _finish(plt, rep.out, fig, ax, "fig23_thresholds", "Fig. 23: thresholds (F, P)")
     rep.fig23 = rows
-    return ["## Fig. 23: thresholds", "",
-            f"Head {rep.grid}, slow: speedup of the full variant; PSNR of the attention output (reuse on Q, K, V).", "",
-            "| (F,P) | speedup 3 acc. | speedup 4 acc. | utilization | PSNR vs int8 | PSNR vs float |", "|---|---|---|---|---|---|",
-            *[f"| ({x['F']},{x['P']}) | {x['speedup_3acc']:.3f}x | {x['speedup_4acc']:.3f}x | {x['utilization']:.1%} | "
-              f"{x['psnr_vs_int8']:.1f} dB | {x['psnr_vs_float']:.1f} dB |" for x in rows],
-            "", "Paper: (5,3) is the chosen trade-off between speed and quality.", "",
-            "![fig23](report/fig23_thresholds.png)", ""]
+    return [
+        "## Fig. 23: thresholds",
+        "",
+        f"Head {rep.grid}, slow: speedup of the full variant; PSNR of the attention output (reuse on Q, K, V).",
+        "",
+        "| (F,P) | speedup 3 acc. | speedup 4 acc. | utilization | PSNR vs int8 | PSNR vs float |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| ({x['F']},{x['P']}) | {x['speedup_3acc']:.3f}x | {x['speedup_4acc']:.3f}x | {x['utilization']:.1%} | "
+            f"{x['psnr_vs_int8']:.1f} dB | {x['psnr_vs_float']:.1f} dB |"
+            for x in rows
+        ],
+        "",
+        "Paper: (5,3) is the chosen trade-off between speed and quality.",
+        "",
+        "![fig23](report/fig23_thresholds.png)",
+        "",
+    ]
 
 
 def fig24(rep, plt):
@@ -225,12 +341,31 @@ def fig24(rep, plt):
             rows.append({"motion": motion, "spread": label, "speedup": r.speedup, "utilization": r.utilization})
     _save(rep.out, "fig24_motion", rows)
     rep.fig24 = rows
-    _bars(plt, rep.out, "fig24_motion", list(vals), ["slow", "fast"], vals, "speedup over dense",
-          "Fig. 24: slow vs fast motion (full, (5,3))", hline=1.0)
-    return ["## Fig. 24: slow vs fast motion", "", f"Head {rep.grid}, full variant, (5,3), three channel spreads.", "",
-            "| motion | channel spread | speedup | utilization |", "|---|---|---|---|",
-            *[f"| {x['motion']} | {x['spread']} | {x['speedup']:.3f}x | {x['utilization']:.1%} |" for x in rows],
-            "", "Paper: fast motion is slightly slower, at similar quality.", "", "![fig24](report/fig24_motion.png)", ""]
+    _bars(
+        plt,
+        rep.out,
+        "fig24_motion",
+        list(vals),
+        ["slow", "fast"],
+        vals,
+        "speedup over dense",
+        "Fig. 24: slow vs fast motion (full, (5,3))",
+        hline=1.0,
+    )
+    return [
+        "## Fig. 24: slow vs fast motion",
+        "",
+        f"Head {rep.grid}, full variant, (5,3), three channel spreads.",
+        "",
+        "| motion | channel spread | speedup | utilization |",
+        "|---|---|---|---|",
+        *[f"| {x['motion']} | {x['spread']} | {x['speedup']:.3f}x | {x['utilization']:.1%} |" for x in rows],
+        "",
+        "Paper: fast motion is slightly slower, at similar quality.",
+        "",
+        "![fig24](report/fig24_motion.png)",
+        "",
+    ]
 
 
 def accumulators(rep, plt):
@@ -240,17 +375,44 @@ def accumulators(rep, plt):
         for acc in (3, 4):
             r = rep.model(w, "full", accumulators=acc)
             vals.setdefault(f"{acc} acc.", {})[motion] = r.speedup
-            rows.append({"motion": motion, "accumulators": acc, "speedup": r.speedup, "utilization": r.utilization,
-                         "op_reduction": 1 - r.ops["hw"] / r.ops["dense"]})
+            rows.append(
+                {
+                    "motion": motion,
+                    "accumulators": acc,
+                    "speedup": r.speedup,
+                    "utilization": r.utilization,
+                    "op_reduction": 1 - r.ops["hw"] / r.ops["dense"],
+                }
+            )
     _save(rep.out, "accumulators", rows)
-    _bars(plt, rep.out, "accumulators", ["3 acc.", "4 acc."], ["slow", "fast"], vals, "speedup over dense",
-          "3 vs 4 accumulators (full, (5,3))", hline=1.0)
-    return ["## Three vs four accumulators", "", f"Head {rep.grid}, full variant, (5,3).", "",
-            "| motion | accumulators | speedup | utilization | hw op reduction |", "|---|---|---|---|---|",
-            *[f"| {x['motion']} | {x['accumulators']} | {x['speedup']:.3f}x | {x['utilization']:.1%} | {x['op_reduction']:.1%} |"
-              for x in rows],
-            "", "Three accumulators cap op reduction at 50 % and speedup at 2x (spec sec. 5); four lift the caps to 75 % and 4x.",
-            "", "![acc](report/accumulators.png)", ""]
+    _bars(
+        plt,
+        rep.out,
+        "accumulators",
+        ["3 acc.", "4 acc."],
+        ["slow", "fast"],
+        vals,
+        "speedup over dense",
+        "3 vs 4 accumulators (full, (5,3))",
+        hline=1.0,
+    )
+    return [
+        "## Three vs four accumulators",
+        "",
+        f"Head {rep.grid}, full variant, (5,3).",
+        "",
+        "| motion | accumulators | speedup | utilization | hw op reduction |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {x['motion']} | {x['accumulators']} | {x['speedup']:.3f}x | {x['utilization']:.1%} | {x['op_reduction']:.1%} |"
+            for x in rows
+        ],
+        "",
+        "Three accumulators cap op reduction at 50 % and speedup at 2x (spec sec. 5); four lift the caps to 75 % and 4x.",
+        "",
+        "![acc](report/accumulators.png)",
+        "",
+    ]
 
 
 def breakdown(rep, plt):
@@ -258,12 +420,20 @@ def breakdown(rep, plt):
     rows = []
     for acc in (3, 4):
         r = rep.model(w, "full", accumulators=acc)
-        dense_beats = r.phases["T0"]["slots"]   # T0 issues every channel of every pass
+        dense_beats = r.phases["T0"]["slots"]  # T0 issues every channel of every pass
         for ph, v in r.phases.items():
-            rows.append({"accumulators": acc, "phase": ph, "beats": v["beats"], "slots": v["slots"],
-                         "fraction_of_dense_phase": v["beats"] / dense_beats})
+            rows.append(
+                {
+                    "accumulators": acc,
+                    "phase": ph,
+                    "beats": v["beats"],
+                    "slots": v["slots"],
+                    "fraction_of_dense_phase": v["beats"] / dense_beats,
+                }
+            )
     _save(rep.out, "phase_breakdown", rows)
-    from ..golden.reuse import follower_classes
+    from kaleido.golden.reuse import follower_classes
+
     cls = follower_classes(w.k, w.grid, w.split)
     full = float((cls[cls != 3] == 2).mean())
     t3 = {x["accumulators"]: x["fraction_of_dense_phase"] for x in rows if x["phase"] == "T3"}
@@ -271,44 +441,67 @@ def breakdown(rep, plt):
     fp31 = next(x for x in rep.fig23 if (x["F"], x["P"]) == (3, 1))
     small2 = next(x for x in rep.fig21 if x["array"] == "2x2")["normalized"] - 1
     spread = {x["spread"]: x["speedup"] for x in rep.fig24 if x["motion"] == "slow"}
-    return ["## Where the cycles go", "",
-            f"Head {rep.grid}, slow, full variant, (5,3): array beats per phase, as a fraction of a dense phase "
-            "(every channel of every pass).", "",
-            "| accumulators | phase | beats | slots | fraction of a dense phase |", "|---|---|---|---|---|",
-            *[f"| {x['accumulators']} | {x['phase']} | {x['beats']:,} | {x['slots']:,} | {x['fraction_of_dense_phase']:.1%} |"
-              for x in rows],
-            "",
-            "* T0 is always dense: it alone is a quarter of the dense array's work, so no variant can beat 4x, and "
-            "three accumulators add a recomputed T3 for q = k = FULL (the 2x cap of spec sec. 5).",
-            f"* With three accumulators T3 costs {t3[3]:.0%} of a dense phase: some PE among 16 almost always needs "
-            f"`p` or `p_hi` there; four accumulators cut it to {t3[4]:.0%}.",
-            f"* A channel is issued to the whole 4x4 array if any of its 16 PEs needs it. {full:.0%} of K's "
-            "follower values are FULL here, yet a whole T1 column of four column pairs is rarely all FULL at a "
-            "channel, so the per-PE savings of fig. 18c shrink at the array level (utilization ~69 %).",
-            "* The dispatcher helps only where needs differ between passes; on these workloads the scheduler "
-            "tightens groups by 11-15 % (docs/DISPATCH.md) and the matcher merges few HALF pairs, because most "
-            "non-SKIP channels are FULL8.",
-            "",
-            "What the 2x target at (5,4) would take: four accumulators (already in the RTL: "
-            "`KaleidoConfig(accumulators=4)`, verified by the same tests on both simulators) give "
-            f"{fp54['speedup_4acc']:.2f}x; smaller "
-            f"arrays add {small2:.0%} (2x2, fig. 21); coarser thresholds reach {fp31['speedup_4acc']:.2f}x at "
-            f"(3,1) with four accumulators, at {fp31['psnr_vs_int8']:.1f} dB. On these synthetic workloads 2x at "
-            "40 dB is not reached; workloads with more FULL reuse (channel spread 1.5) move the slow full "
-            f"variant from {spread['default']:.2f}x to {spread['spread 1.5']:.2f}x with three accumulators (fig. 24).", ""]
+    return [
+        "## Where the cycles go",
+        "",
+        f"Head {rep.grid}, slow, full variant, (5,3): array beats per phase, as a fraction of a dense phase "
+        "(every channel of every pass).",
+        "",
+        "| accumulators | phase | beats | slots | fraction of a dense phase |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {x['accumulators']} | {x['phase']} | {x['beats']:,} | {x['slots']:,} | {x['fraction_of_dense_phase']:.1%} |"
+            for x in rows
+        ],
+        "",
+        "* T0 is always dense: it alone is a quarter of the dense array's work, so no variant can beat 4x, and "
+        "three accumulators add a recomputed T3 for q = k = FULL (the 2x cap of spec sec. 5).",
+        f"* With three accumulators T3 costs {t3[3]:.0%} of a dense phase: some PE among 16 almost always needs "
+        f"`p` or `p_hi` there; four accumulators cut it to {t3[4]:.0%}.",
+        f"* A channel is issued to the whole 4x4 array if any of its 16 PEs needs it. {full:.0%} of K's "
+        "follower values are FULL here, yet a whole T1 column of four column pairs is rarely all FULL at a "
+        "channel, so the per-PE savings of fig. 18c shrink at the array level (utilization ~69 %).",
+        "* The dispatcher helps only where needs differ between passes; on these workloads the scheduler "
+        "tightens groups by 11-15 % (docs/DISPATCH.md) and the matcher merges few HALF pairs, because most "
+        "non-SKIP channels are FULL8.",
+        "",
+        "What the 2x target at (5,4) would take: four accumulators (already in the RTL: "
+        "`KaleidoConfig(accumulators=4)`, verified by the same tests on both simulators) give "
+        f"{fp54['speedup_4acc']:.2f}x; smaller "
+        f"arrays add {small2:.0%} (2x2, fig. 21); coarser thresholds reach {fp31['speedup_4acc']:.2f}x at "
+        f"(3,1) with four accumulators, at {fp31['psnr_vs_int8']:.1f} dB. On these synthetic workloads 2x at "
+        "40 dB is not reached; workloads with more FULL reuse (channel spread 1.5) move the slow full "
+        f"variant from {spread['default']:.2f}x to {spread['spread 1.5']:.2f}x with three accumulators (fig. 24).",
+        "",
+    ]
 
 
 def targets(rep):
     vals, utils, gain = rep.fig19
     fp54 = next(x for x in rep.fig23 if (x["F"], x["P"]) == (5, 4))
-    rows = [("full-variant utilization >= 90 %", f"{utils['slow']['full']:.1%} slow / {utils['fast']['full']:.1%} fast",
-             utils["slow"]["full"] >= 0.9),
-            ("dispatcher gain >= 1.25x over pe", f"{gain['slow']:.3f}x slow / {gain['fast']:.3f}x fast", gain["slow"] >= 1.25),
-            ("speedup >= 2x at (5,4) (3 acc.)", f"{fp54['speedup_3acc']:.3f}x", fp54["speedup_3acc"] >= 2),
-            ("speedup >= 2x at (5,4) (4 acc.)", f"{fp54['speedup_4acc']:.3f}x", fp54["speedup_4acc"] >= 2),
-            ("PSNR >= 40 dB at (5,4)", f"{fp54['psnr_vs_int8']:.1f} dB vs int8", fp54["psnr_vs_int8"] >= 40)]
-    return ["## Targets", "", "| target | measured | met |", "|---|---|---|",
-            *[f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in rows], ""]
+    rows = [
+        (
+            "full-variant utilization >= 90 %",
+            f"{utils['slow']['full']:.1%} slow / {utils['fast']['full']:.1%} fast",
+            utils["slow"]["full"] >= 0.9,
+        ),
+        (
+            "dispatcher gain >= 1.25x over pe",
+            f"{gain['slow']:.3f}x slow / {gain['fast']:.3f}x fast",
+            gain["slow"] >= 1.25,
+        ),
+        ("speedup >= 2x at (5,4) (3 acc.)", f"{fp54['speedup_3acc']:.3f}x", fp54["speedup_3acc"] >= 2),
+        ("speedup >= 2x at (5,4) (4 acc.)", f"{fp54['speedup_4acc']:.3f}x", fp54["speedup_4acc"] >= 2),
+        ("PSNR >= 40 dB at (5,4)", f"{fp54['psnr_vs_int8']:.1f} dB vs int8", fp54["psnr_vs_int8"] >= 40),
+    ]
+    return [
+        "## Targets",
+        "",
+        "| target | measured | met |",
+        "|---|---|---|",
+        *[f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in rows],
+        "",
+    ]
 
 
 def main(argv=None):
@@ -322,27 +515,40 @@ def main(argv=None):
     grid = tuple(int(x) for x in args.grid.split(","))
     small = tuple(int(x) for x in args.small_grid.split(","))
     t0 = time.time()
-    rep = Report(grid, small, args.seed, lambda msg: print(f"  [{time.time() - t0:6.1f} s] {msg}", flush=True),
-                 os.path.join(args.out, "report"))
+    rep = Report(
+        grid,
+        small,
+        args.seed,
+        lambda msg: print(f"  [{time.time() - t0:6.1f} s] {msg}", flush=True),
+        os.path.join(args.out, "report"),
+    )
     plt = _plot()
     body = []
     for step in (fig9, fig18c, fig19, fig21, fig23, fig24, accumulators, breakdown):
         rep.log(step.__name__)
         body += step(rep, plt)
-    head = ["# Kaleido reproduction report", "",
-            "Regenerated by `make report` (`python -m kaleido.bench.report`). **All workloads are synthetic** "
-            "(a panned/zoomed scikit-image photograph through random projections and real 3-D RoPE, hunyuan split "
-            "(16, 56, 56), default channel spread; docs/WORKLOADS.md): the numbers say what this design does on them, "
-            "not what the paper measured on real DiTs. Cycles come from the cycle model, which the test suite checks "
-            "cycle for cycle against the RTL (Icarus and Verilator). CSVs beside each plot in docs/report/.", ""]
+    head = [
+        "# Kaleido reproduction report",
+        "",
+        "Regenerated by `make report` (`python -m kaleido.bench.report`). **All workloads are synthetic** "
+        "(a panned/zoomed scikit-image photograph through random projections and real 3-D RoPE, hunyuan split "
+        "(16, 56, 56), default channel spread; docs/WORKLOADS.md): the numbers say what this design does on them, "
+        "not what the paper measured on real DiTs. Cycles come from the cycle model, which the test suite checks "
+        "cycle for cycle against the RTL (Icarus and Verilator). CSVs beside each plot in docs/report/.",
+        "",
+    ]
     head += targets(rep)
     bench = "build/bench/model.json"
     if os.path.exists(bench):
         import json
+
         b = json.load(open(bench))
-        head += [f"Scale (`make bench`): a HunyuanVideo-sized head of {b['n']:,} tokens (grid {tuple(b['grid'])}, "
-                 f"d = {b['d']}) runs through the exact model in {b['model_s']:.1f} s (goal 60 s): "
-                 f"{b['speedup']:.3f}x over dense, {b['utilization']:.1%} utilization ({b['variant']} variant).", ""]
+        head += [
+            f"Scale (`make bench`): a HunyuanVideo-sized head of {b['n']:,} tokens (grid {tuple(b['grid'])}, "
+            f"d = {b['d']}) runs through the exact model in {b['model_s']:.1f} s (goal 60 s): "
+            f"{b['speedup']:.3f}x over dense, {b['utilization']:.1%} utilization ({b['variant']} variant).",
+            "",
+        ]
     path = os.path.join(args.out, "REPORT.md")
     with open(path, "w") as f:
         f.write("\n".join(head + body))

@@ -12,8 +12,9 @@ import argparse
 import csv
 import os
 
-from ..golden import op_counts, reuse_attention
-from ..golden.reuse import follower_classes
+from kaleido.golden import op_counts, reuse_attention
+from kaleido.golden.reuse import follower_classes
+
 from ..golden.workloads import DEFAULT_SPREAD, synthetic_video
 
 THRESHOLDS = [(3, 1), (4, 2), (5, 3), (5, 4), (6, 4)]
@@ -30,19 +31,25 @@ def rows(grid=(8, 16, 16), preset="hunyuan", seed=0):
                 cls = [follower_classes(t, w.grid, w.split, F, P) for t in (w.q, w.k)]
                 tags = [c[c != 3] for c in cls]
                 n = sum(t.size for t in tags)
-                frac = {name: sum(int((t == v).sum()) for t in tags) / n
-                        for name, v in (("full", 2), ("partial", 1), ("none", 0))}
+                frac = {
+                    name: sum(int((t == v).sum()) for t in tags) / n
+                    for name, v in (("full", 2), ("partial", 1), ("none", 0))
+                }
                 ops = op_counts(w.q, w.k, w.grid, w.split, F, P)
-                att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, F, P, scales=w.scales,
-                                      reference=w.reference)
+                att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, F, P, scales=w.scales, reference=w.reference)
                 done += 1
                 print(f"  [{done}/{total}] {motion} spread={spread} F={F} P={P}", flush=True)
-                yield {"motion": motion, "spread": spread, "F": F, "P": P,
-                       **{f"frac_{k}": v for k, v in frac.items()},
-                       **{f"saved_{k}": 1 - ops[k] / ops["dense"] for k in ("oracle", "hw3", "hw4")},
-                       "psnr_vs_int8": att.metrics["vs_int8"]["psnr"],
-                       "psnr_vs_float": att.metrics["vs_float"]["psnr"],
-                       "psnr_int8_vs_float": att.metrics["int8_vs_float"]["psnr"]}
+                yield {
+                    "motion": motion,
+                    "spread": spread,
+                    "F": F,
+                    "P": P,
+                    **{f"frac_{k}": v for k, v in frac.items()},
+                    **{f"saved_{k}": 1 - ops[k] / ops["dense"] for k in ("oracle", "hw3", "hw4")},
+                    "psnr_vs_int8": att.metrics["vs_int8"]["psnr"],
+                    "psnr_vs_float": att.metrics["vs_float"]["psnr"],
+                    "psnr_int8_vs_float": att.metrics["int8_vs_float"]["psnr"],
+                }
 
 
 def main(argv=None):
@@ -78,7 +85,8 @@ def main(argv=None):
             f"| {r['motion']} | {r['spread']:.1f} | ({r['F']},{r['P']}) | {r['frac_full']:.3f} | "
             f"{r['frac_partial']:.3f} | {r['frac_none']:.3f} | {r['saved_oracle']:.1%} | "
             f"{r['saved_hw3']:.1%} | {r['saved_hw4']:.1%} | {r['psnr_vs_int8']:.1f} | "
-            f"{r['psnr_vs_float']:.1f} | {r['psnr_int8_vs_float']:.1f} |")
+            f"{r['psnr_vs_float']:.1f} | {r['psnr_int8_vs_float']:.1f} |"
+        )
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")

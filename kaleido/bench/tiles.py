@@ -14,8 +14,9 @@ import json
 
 import numpy as np
 
+from kaleido.golden.loopnest import iter_passes
+
 from .. import KaleidoConfig
-from ..golden.pe import iter_passes, pass_beats
 from ..golden.workloads import synthetic_video
 
 
@@ -23,10 +24,9 @@ def tile_traffic(w, cfg, scheduler=True):
     R, C = cfg.array_rows, cfg.array_cols
     t, events = 0, []
     for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, scheduler=scheduler):
-        beats = pass_beats(ps["A"], ps["q"], ps["B"], ps["k"], ps["slots"], accumulators=cfg.accumulators,
-                           rows_present=ps["rows_present"], cols_present=ps["cols_present"])
-        has_row, has_col = ps["rows"][:, 0] >= 0, ps["cols"][:, 0] >= 0
-        row_f, col_f = ps["rows"][:, 1] >= 0, ps["cols"][:, 1] >= 0
+        beats = ps.beats(cfg.accumulators)
+        has_row, has_col = ps.rows[:, 0] >= 0, ps.cols[:, 0] >= 0
+        row_f, col_f = ps.rows[:, 1] >= 0, ps.cols[:, 1] >= 0
         for b in beats:
             if b.last:
                 rows_ok = has_row & (row_f if b.phase >= 2 else True)
@@ -37,8 +37,13 @@ def tile_traffic(w, cfg, scheduler=True):
     offsets = np.add.outer(np.arange(R), np.arange(C)) + 1
     for t_last, ok in events:
         np.add.at(counts, t_last + offsets[ok], 1)
-    return {"beats": t, "tiles": int(counts.sum()), "mean_per_cycle": float(counts.sum() / t),
-            "max_per_cycle": int(counts.max()), "histogram": np.bincount(counts).tolist()}
+    return {
+        "beats": t,
+        "tiles": int(counts.sum()),
+        "mean_per_cycle": float(counts.sum() / t),
+        "max_per_cycle": int(counts.max()),
+        "histogram": np.bincount(counts).tolist(),
+    }
 
 
 def main(argv=None):

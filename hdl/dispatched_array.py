@@ -23,9 +23,13 @@ class DispatchedArray(wiring.Component):
         config = as_config(config)
         self._config = config
         R, C = config.array_rows, config.array_cols
-        super().__init__({"passes": In(stream.Signature(pass_layout(R, C, config.batch))),
-                          "hold": In(1),
-                          "tiles": Out(tile_layout(config.acc_width)).array(R, C)})
+        super().__init__(
+            {
+                "passes": In(stream.Signature(pass_layout(R, C, config.batch))),
+                "hold": In(1),
+                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -35,6 +39,7 @@ class DispatchedArray(wiring.Component):
         wiring.connect(m, wiring.flipped(self.passes), disp.passes)
         wiring.connect(m, disp.beats, array.slots)
         m.d.comb += array.hold.eq(self.hold)
-        m.d.comb += [self.tiles[r][c].eq(array.tiles[r][c])
-                     for r in range(cfg.array_rows) for c in range(cfg.array_cols)]
+        m.d.comb += [
+            self.tiles[r][c].eq(array.tiles[r][c]) for r in range(cfg.array_rows) for c in range(cfg.array_cols)
+        ]
         return m

@@ -1,7 +1,8 @@
-"""Golden data dispatcher (spec sec. 8): reuse strings, the Hamming-
-clustering scheduler (paper fig. 16, left) and its LFSR. The matcher and
-the per-channel need derivation live in :mod:`kaleido.golden.pe`
-(:func:`match`, :func:`channel_needs`)."""
+"""Golden Hamming-clustering scheduler (paper fig. 16 left, spec sec. 8):
+reuse strings, the LFSR pivot draw, the clustering of one window and the
+order of a whole queue. Its constants (clusters, LFSR taps, seed and leap)
+are the configuration's (:mod:`kaleido.config`); the matcher is
+:mod:`kaleido.golden.matcher`."""
 
 from __future__ import annotations
 
@@ -10,26 +11,23 @@ import typing
 
 import numpy as np
 
-from .reuse import ABSENT, Reuse
+from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, lfsr_steps, pivot_bits
+from ..encoding import ABSENT, Reuse
 
-__all__ = ["reuse_strings", "lfsr_step", "draw_pivots", "schedule", "Schedule", "schedule_order",
-           "schedule_cycles", "LFSR_TAPS", "LFSR_WIDTH", "LFSR_SEED", "LFSR_LEAP", "CLUSTERS", "WINDOW", "hamming"]
+__all__ = [
+    "reuse_strings",
+    "lfsr_step",
+    "draw_pivots",
+    "schedule",
+    "Schedule",
+    "schedule_order",
+    "schedule_cycles",
+    "hamming",
+    "WINDOW",
+]
 
-#: scheduler geometry (paper fig. 16)
-CLUSTERS = 4
-WINDOW = 64
-
-#: 16-bit Fibonacci LFSR x^16 + x^14 + x^13 + x^11 + 1 (maximal length);
-#: the feedback bit is the XOR of state bits 15, 13, 12, 10 (0 = LSB) and is
-#: shifted in at the bottom: ``state' = (state << 1 | fb) & 0xFFFF``.
-LFSR_WIDTH = 16
-LFSR_TAPS = (15, 13, 12, 10)
-LFSR_SEED = 0xACE1
-#: LFSR steps per pivot draw: the low 6 bits are then all fresh (consecutive
-#: states of a shift register only shift their low bits, so one step per
-#: draw would make every index about twice the last); the RTL takes the six
-#: steps combinationally, one draw per cycle (a leap-forward LFSR)
-LFSR_LEAP = 6
+#: the paper's scheduler window: 64 strings (the 4x4 array's, :meth:`KaleidoConfig.window`)
+WINDOW = KaleidoConfig().window("row")
 
 
 def reuse_strings(cls, batch: int = 16) -> np.ndarray:
@@ -66,10 +64,6 @@ def lfsr_step(state: int) -> int:
     return ((state << 1) | fb) & ((1 << LFSR_WIDTH) - 1)
 
 
-def _index_bits(window: int) -> int:
-    return max(1, (int(window) - 1).bit_length())
-
-
 def draw_pivots(m: int, state: int, window: int = WINDOW):
     """Draw ``min(4, m)`` distinct queue indices below ``m``: each draw
     advances the LFSR by ``LFSR_LEAP`` steps (more for windows above 64, one
@@ -79,12 +73,13 @@ def draw_pivots(m: int, state: int, window: int = WINDOW):
     draws)``; ``draws`` counts draws (one per cycle in the RTL)."""
     if not 1 <= m <= window:
         raise ValueError(f"a window holds 1..{window} strings, not {m!r}")
-    bits = _index_bits(window)
+    bits = pivot_bits(window)
     if bits > LFSR_WIDTH:
         raise ValueError(f"window {window!r} needs more index bits than the {LFSR_WIDTH}-bit LFSR has")
-    pivots, draws = [], 0
+    pivots: list[int] = []
+    draws = 0
     while len(pivots) < min(CLUSTERS, m):
-        for _ in range(max(LFSR_LEAP, bits)):
+        for _ in range(lfsr_steps(window)):
             state = lfsr_step(state)
         draws += 1
         idx = state & ((1 << bits) - 1)
@@ -97,6 +92,7 @@ class Schedule(typing.NamedTuple):
     """One window's result: ``clusters`` (four lists of queue positions, in
     queue order within each), the ``pivots`` (queue positions), the LFSR
     ``state`` to carry into the next window and the LFSR ``draws`` taken."""
+
     clusters: list
     pivots: list
     state: int
@@ -119,7 +115,7 @@ def schedule(strings, *, seed: int = LFSR_SEED, window: int = WINDOW) -> Schedul
         raise ValueError(f"seed must be a nonzero {LFSR_WIDTH}-bit LFSR state, not {seed!r}")
     pivots, state, draws = draw_pivots(m, int(seed), max(window, m))
     cap = math.ceil(m / CLUSTERS)
-    clusters = [[] for _ in range(CLUSTERS)]
+    clusters: list[list[int]] = [[] for _ in range(CLUSTERS)]
     for pos, s in enumerate(strings):
         best = min((hamming(s, strings[p]), j) for j, p in enumerate(pivots) if len(clusters[j]) < cap)
         clusters[best[1]].append(pos)
@@ -143,7 +139,7 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
     strings = np.asarray(strings, dtype=np.uint64).ravel()
     order, state = [], seed
     for w0 in range(0, len(strings), window):
-        sch = schedule(strings[w0:w0 + window], seed=state, window=window)
+        sch = schedule(strings[w0 : w0 + window], seed=state, window=window)
         state = sch.state
         order += [w0 + p for c in sch.clusters for p in c]
     return np.array(order, dtype=np.int64), state

@@ -1,0 +1,84 @@
+"""Input validation shared by every layer: each check turns bad input into
+a TypeError or ValueError whose message names the bad value."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["is_int", "check_thresholds", "check_split", "check_grid", "check_side", "as_int8", "check_qk"]
+
+
+def is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_thresholds(F, P) -> tuple[int, int]:
+    """Validate the reuse thresholds of spec sec. 3: ``1 <= P <= F <= 9``."""
+    for name, value in (("F", F), ("P", P)):
+        if not is_int(value):
+            raise TypeError(f"threshold {name} must be an integer, not {value!r}")
+        if not 1 <= value <= 9:
+            raise ValueError(f"threshold {name} must be in 1..9, not {value!r} (9 means never)")
+    if P > F:
+        raise ValueError(f"thresholds must satisfy P <= F, not F={F!r}, P={P!r}")
+    return int(F), int(P)
+
+
+def check_split(split, d: int | None = None) -> tuple[int, int, int]:
+    """Validate a channel split ``(d_t, d_x, d_y)``: three integers >= 1 that
+    sum to ``d`` when ``d`` is given."""
+    try:
+        parts = tuple(split)
+    except TypeError:
+        raise TypeError(f"split must be a sequence of three integers, not {split!r}") from None
+    if len(parts) != 3 or not all(is_int(p) for p in parts):
+        raise TypeError(f"split must be three integers (d_t, d_x, d_y), not {split!r}")
+    if any(p < 1 for p in parts):
+        raise ValueError(f"every channel group of split must be at least 1, not {split!r}")
+    if d is not None and sum(parts) != d:
+        raise ValueError(f"split {parts!r} sums to {sum(parts)}, but the head dimension d is {d}")
+    d_t, d_x, d_y = (int(p) for p in parts)
+    return d_t, d_x, d_y
+
+
+def as_int8(name: str, value, ndim: int | None = 2) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy int8 array, not {type(value).__name__}")
+    if value.dtype != np.int8:
+        raise TypeError(f"{name} must have dtype int8, not {value.dtype}")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, not shape {value.shape!r}")
+    return value
+
+
+def check_grid(grid, n: int | None = None) -> tuple[int, int, int]:
+    try:
+        parts = tuple(grid)
+    except TypeError:
+        raise TypeError(f"grid must be three integers (T, H, W), not {grid!r}") from None
+    if len(parts) != 3 or not all(is_int(p) for p in parts):
+        raise TypeError(f"grid must be three integers (T, H, W), not {grid!r}")
+    if any(p < 1 for p in parts):
+        raise ValueError(f"every grid extent must be at least 1, not {grid!r}")
+    parts = tuple(int(p) for p in parts)
+    if n is not None and parts[0] * parts[1] * parts[2] != n:
+        raise ValueError(f"grid {parts!r} holds {parts[0] * parts[1] * parts[2]} tokens, but the tensor has N = {n}")
+    return parts
+
+
+def check_side(side: str) -> str:
+    if side not in ("row", "column"):
+        raise ValueError(f"side must be 'row' or 'column', not {side!r}")
+    return side
+
+
+def check_qk(Q, K, grid, split):
+    """Validate a (Q, K) pair of one head; return (grid, split)."""
+    as_int8("Q", Q)
+    as_int8("K", K)
+    if Q.shape != K.shape:
+        raise ValueError(f"Q and K must have the same shape, not {Q.shape!r} and {K.shape!r}")
+    n, d = Q.shape
+    return check_grid(grid, n), check_split(split, d)

@@ -1,0 +1,119 @@
+"""The loop nest, written once: channel groups -> batches -> scheduler
+windows -> passes (spec sections 2, 7, 8).
+
+The golden model, the cycle model, the RTL's unit ROMs and the benchmarks
+all walk a head through these functions, so they agree on the order by
+construction. Token pairing (:func:`pairs`) and the units a batch's passes
+take (:func:`units`) are geometry: they depend on the grid and the split,
+not on any data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import numpy as np
+
+from .checks import check_grid, check_split
+from .config import KaleidoConfig
+from .encoding import ABSENT
+
+__all__ = ["DIRECTIONS", "pairs", "group_slices", "units", "unit_tags", "Batch", "batches", "chunks", "pad_units"]
+
+#: reuse direction of each channel group (t-, x-, y-channels) as a grid axis
+#: index of (T, H, W): t-channels along x (axis 2), x-channels along y
+#: (axis 1), y-channels along t (axis 0).
+DIRECTIONS = (2, 1, 0)
+
+
+def pairs(grid, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Anchor/follower pairing along one grid axis (spec sec. 2).
+
+    Returns ``(anchors, followers, unpaired)``: int64 flat token indices of
+    the complete pairs (ordered by anchor index) and of the unpaired anchors
+    (even coordinate at the end of an odd extent).
+    """
+    T, H, W = check_grid(grid)
+    if axis not in (0, 1, 2):
+        raise ValueError(f"axis must be 0 (t), 1 (y) or 2 (x), not {axis!r}")
+    idx = np.arange(T * H * W, dtype=np.int64).reshape(T, H, W)
+    ext = (T, H, W)[axis]
+
+    def take(sl: slice) -> np.ndarray:
+        return np.moveaxis(np.moveaxis(idx, axis, 0)[sl], 0, axis)
+
+    n_pairs = ext // 2
+    anchors = np.sort(take(slice(0, 2 * n_pairs, 2)).ravel())
+    followers = anchors + int(np.prod((T, H, W)[axis + 1 :]))
+    unpaired = np.sort(take(slice(ext - 1, ext)).ravel()) if ext % 2 else np.zeros(0, np.int64)
+    return anchors, followers, unpaired
+
+
+def group_slices(split) -> list[tuple[slice, int]]:
+    """``(slice, axis)`` of each channel group, in the order t, x, y."""
+    d_t, d_x, d_y = check_split(split)
+    starts = (0, d_t, d_t + d_x, d_t + d_x + d_y)
+    return [(slice(starts[g], starts[g + 1]), DIRECTIONS[g]) for g in range(3)]
+
+
+def units(grid, axis: int) -> np.ndarray:
+    """Row/column units of one channel group, ordered by anchor index: int64
+    ``(U, 2)`` of (anchor, follower) with follower -1 when unpaired."""
+    anchors, followers, unpaired = pairs(grid, axis)
+    u = np.concatenate([np.stack([anchors, followers], 1), np.stack([unpaired, np.full_like(unpaired, -1)], 1)])
+    return u[np.argsort(u[:, 0], kind="stable")]
+
+
+def unit_tags(u: np.ndarray, cls: np.ndarray, channels) -> np.ndarray:
+    """uint8 ``(U, n)``: each unit's follower tag at ``channels`` (rows of a
+    per-token class array ``cls``), ABSENT for an unpaired unit."""
+    return np.where((u[:, 1] >= 0)[:, None], cls[np.maximum(u[:, 1], 0)][:, channels], ABSENT).astype(np.uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """One channel batch of the loop nest: its group (0 t, 1 x, 2 y), the
+    group's reuse axis, the first channel and the channel count, and the
+    group's units (:func:`units`)."""
+
+    index: int
+    group: int
+    axis: int
+    first: int
+    count: int
+    units: np.ndarray = dataclasses.field(compare=False, repr=False)
+
+    @property
+    def channels(self) -> np.ndarray:
+        return np.arange(self.first, self.first + self.count)
+
+
+def batches(config: KaleidoConfig, grid, split=None) -> list[Batch]:
+    """Every batch of a head, in loop-nest order: groups t, x, y; within a
+    group, ``config.batch`` channels at a time (batches never cross a group).
+    ``split`` defaults to the configuration's."""
+    grid = check_grid(grid)
+    split = check_split(config.split if split is None else split)
+    out: list[Batch] = []
+    for g, (sl, axis) in enumerate(group_slices(split)):
+        u = units(grid, axis)
+        for c0 in range(sl.start, sl.stop, config.batch):
+            out.append(Batch(len(out), g, axis, c0, min(config.batch, sl.stop - c0), u))
+    return out
+
+
+def chunks(n: int, size: int) -> Iterator[slice]:
+    """Consecutive slices of ``size`` over ``n`` items, the last one short:
+    the scheduler windows over a queue of strings, and the unit groups of
+    consecutive passes on one side (padded by :func:`pad_units`)."""
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def pad_units(rows: np.ndarray, size: int) -> np.ndarray:
+    """``rows`` (``(n, 2)`` units) completed to ``size`` with ``(-1, -1)``
+    padding units."""
+    if len(rows) == size:
+        return rows
+    return np.concatenate([rows, np.full((size - len(rows), 2), -1, dtype=np.int64)])

@@ -1,1 +1,0 @@
-"""pytest runners and cocotb testbenches (``kaleido.tb``)."""
