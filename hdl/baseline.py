@@ -75,6 +75,11 @@ class DenseArray(wiring.Component):
             }
         )
 
+    def tile_latency(self, r: int, c: int) -> int:
+        """Cycles from accepting a ``last`` beat to PE ``(r, c)``'s tile valid:
+        the row skew ``r``, ``c`` hops east and the drain register."""
+        return r + c + 1
+
     def elaborate(self, platform):
         m = Module()
         R, C = self._config.array_rows, self._config.array_cols

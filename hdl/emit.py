@@ -62,6 +62,10 @@ def emit(design: str, config: KaleidoConfig, out_dir: str = "build/verilog", *, 
     path = os.path.join(out_dir, f"{design}__{config.tag}.v")
     dut = DESIGNS[design](config, grid) if grid is not None else DESIGNS[design](config)
     text = verilog.convert(dut, name=module_name(design, config), emit_src=False)
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:
+                return path  # unchanged: simulator builds from it stay up to date
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write(text)

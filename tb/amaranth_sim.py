@@ -1,142 +1,50 @@
-"""Run golden beat streams through the Amaranth simulator (the fast inner
-loop); the cocotb testbenches do the same on the emitted Verilog."""
+"""The blocks in the Amaranth simulator (the fast inner loop): each
+function runs a bench of :mod:`kaleido.tb.benches` through
+:class:`~kaleido.tb.kit.AmaranthBackend`; the cocotb testbenches run the
+same benches on the emitted Verilog."""
 
 from __future__ import annotations
 
 from amaranth.sim import Simulator
 
+from kaleido.config import KaleidoConfig
 from kaleido.hdl.array import KaleidoArray
-from kaleido.tb.driver import BeatEncoder, stall_pattern
+from kaleido.tb.benches import array_bench, pe_bench, stream_bench
+from kaleido.tb.kit import simulate, stall_pattern
 
-__all__ = ["simulate_array"]
+__all__ = ["simulate_array", "simulate_pe", "simulate_stream", "simulate_engine"]
 
 
-def simulate_array(config, beats, *, in_stall="none", out_stall="none", seed=0, with_cycles=False):
-    """Drive ``beats`` into a :class:`KaleidoArray`, with bubbles on the
-    input (``in_stall``) and ``hold`` on the output (``out_stall``); return
-    ``(drains, timing)``: per PE the ``(phase, value)`` drains in order, and
-    per PE the cycle offsets (not counting held cycles) between each ``last``
-    acceptance and its tile. ``with_cycles`` also returns the cycles from
-    the first beat to the last tile (held cycles not counted)."""
-    last_tile = [None]
-    dut = KaleidoArray(config)
-    R, C = config.array_rows, config.array_cols
-    drains = {(r, c): [] for r in range(R) for c in range(C)}
-    lat = {(r, c): [] for r in range(R) for c in range(C)}
-    encode = BeatEncoder(R, C)
-    words = [encode(b) for b in beats]
-
-    async def bench(ctx):
-        bubbles = stall_pattern(in_stall, seed)
-        holds = stall_pattern(out_stall, seed + 1)
-        last_accepts = []
-        i = cycle = 0
-        idle = 0
-        while i < len(words) or idle < R + C + 2:
-            hold = next(holds)
-            ctx.set(dut.hold, hold)
-            valid = i < len(words) and not next(bubbles)
-            ctx.set(dut.slots.valid, valid)
-            if valid:
-                ctx.set(dut.slots.payload.as_value(), words[i])
-            if not hold:
-                for r, c in drains:
-                    t = dut.tiles[r][c]
-                    if ctx.get(t.valid):
-                        drains[(r, c)].append((ctx.get(t.phase), ctx.get(t.value)))
-                        lat[(r, c)].append(cycle - last_accepts[len(drains[(r, c)]) - 1])
-                        last_tile[0] = cycle
-                if valid:
-                    if beats[i].last:
-                        last_accepts.append(cycle)
-                    i += 1
-                    idle = 0
-                elif i >= len(words):
-                    idle += 1
-                cycle += 1
-            await ctx.tick()
-        return None
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+def simulate_array(config: KaleidoConfig, beats, *, in_stall="none", out_stall="none", seed=0, with_cycles=False):
+    """Drive ``beats`` into a :class:`KaleidoArray` (:func:`array_bench`);
+    return ``(drains, latency)``: per PE the ``(phase, value)`` drains in
+    order, and per PE the counted cycles between each ``last`` acceptance
+    and its tile. ``with_cycles`` also returns the cycles from the first
+    beat to the last tile (held cycles not counted)."""
+    res = simulate(
+        KaleidoArray(config),
+        lambda be: array_bench(be, config, beats, in_stall=in_stall, out_stall=out_stall, seed=seed),
+    )
     if with_cycles:
-        return drains, lat, last_tile[0] + 1
-    return drains, lat
+        return res.drains, res.latency, res.last_tile + 1
+    return res.drains, res.latency
 
 
-def simulate_pe(config, beats):
-    """Drive golden beats (one PE: arrays of length 1) into a
-    :class:`KaleidoPE`, one per cycle; return the drains ``(phase, value)``."""
-    from kaleido.hdl.layouts import COL, CTL, ROW
+def simulate_pe(config: KaleidoConfig, beats):
+    """Golden single-PE beats into a :class:`KaleidoPE` (:func:`pe_bench`);
+    the drained ``(phase, value)`` tiles in order."""
     from kaleido.hdl.pe import KaleidoPE
-    from kaleido.tb.driver import Packer, TileDecoder
 
-    dut = KaleidoPE(config)
-    pack_row, pack_col, pack_ctl = Packer(ROW), Packer(COL), Packer(CTL)
-    decode = TileDecoder(config.acc_width)
-    out = []
-
-    async def bench(ctx):
-        for b in beats:
-            ctx.set(
-                dut.row_in.as_value(),
-                pack_row({("r0",): b.r0[0], ("r1",): b.r1[0], ("q0",): b.q0[0], ("q1",): b.q1[0]}),
-            )
-            ctx.set(dut.col_in.as_value(), pack_col({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0]}))
-            ctx.set(
-                dut.ctl_in.as_value(),
-                pack_ctl({("slot",): b.slot, ("kind",): b.kind, ("phase",): b.phase, ("last",): b.last}),
-            )
-            await ctx.tick()
-            valid, phase, value = decode(ctx.get(dut.tile.as_value()))
-            if valid:
-                out.append((phase, value))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return out
+    return simulate(KaleidoPE(config), lambda be: pe_bench(be, config, beats))
 
 
-def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, max_cycles=200000, ports=("i", "o")):
-    """Push ``words`` through ``dut.i`` (valid dropped on stalled cycles) and
-    collect ``dut.o`` payloads (ready dropped on stalled cycles); returns
-    ``(outputs, cycles)``. Stops once every input went in and the output was
-    idle for 300 cycles."""
-    out = []
-    cycles = [0]
-    src, dst = (getattr(dut, p) for p in ports)
-
-    async def bench(ctx):
-        bubbles = stall_pattern(in_stall, seed)
-        holds = stall_pattern(out_stall, seed + 1)
-        i = idle = 0
-        while (i < len(words) or idle < 300) and cycles[0] < max_cycles:
-            valid = i < len(words) and not next(bubbles)
-            ready = not next(holds)
-            ctx.set(src.valid, valid)
-            if valid:
-                ctx.set(src.payload.as_value(), words[i])
-            ctx.set(dst.ready, ready)
-            await ctx.delay(1e-9)  # let combinational ready/valid settle
-            if valid and ctx.get(src.ready):
-                i += 1
-            if ready and ctx.get(dst.valid):
-                out.append(ctx.get(dst.payload.as_value()))
-                idle = 0
-            elif i >= len(words):
-                idle += 1
-            cycles[0] += 1
-            await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return out, cycles[0]
+def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, ports=("i", "o")):
+    """Push ``words`` through the stream ``ports[0]`` of ``dut`` and collect
+    the stream ``ports[1]`` (:func:`stream_bench`); returns ``(outputs,
+    cycles)``, ``cycles`` up to and including the last output."""
+    return simulate(
+        dut, lambda be: stream_bench(be, words, in_stall=in_stall, out_stall=out_stall, seed=seed, ports=ports)
+    )
 
 
 def simulate_engine(

@@ -1,6 +1,7 @@
 """cocotb regression of the Kaleido PE array (run by tb/test_rtl.py
 under Icarus and Verilator). Every check compares the RTL against the
-golden model: the beat model (run_beats) and reuse_scores."""
+golden model: the beat model (run_beats) and reuse_scores. Random passes
+under every stall pattern: tb/test_blocks.py."""
 
 from __future__ import annotations
 
@@ -13,33 +14,39 @@ import numpy as np
 from cocotb.triggers import FallingEdge
 
 from kaleido.model import VARIANTS, run_model, stream_cycles
-from kaleido.tb.cocotb_util import ArrayDriver, seed, start
+from kaleido.tb.benches import ArrayResult, array_bench, array_tile_latency
+from kaleido.tb.cocotb_util import seed, start
 from kaleido.tb.driver import expected_drains
+from kaleido.tb.kit import CocotbBackend
 from kaleido.tb.passes import coverage_pass, make_workload, random_pass, split_and_place, workload_passes
 from kaleido.tb.runner import config_from_env
 
 CFG = config_from_env()
+LATENCY = array_tile_latency(CFG)
 
 
 def _expect(cfg, beats):
     return expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
 
 
-def _check_latency(drv):
-    for (r, c), offsets in drv.lat.items():
-        assert offsets == [r + c + 1] * len(offsets), f"PE ({r},{c}) drain offsets {offsets[:8]}"
+def _check_latency(res: ArrayResult):
+    for (r, c), offsets in res.latency.items():
+        assert offsets == [LATENCY(r, c)] * len(offsets), f"PE ({r},{c}) drain offsets {offsets[:8]}"
+
+
+async def _run(dut, beats, **kw) -> ArrayResult:
+    return await array_bench(CocotbBackend(dut), CFG, beats, **kw)
 
 
 @cocotb.test()
 async def random_passes(dut):
     """Random passes back to back: random operands and tags (ABSENT too),
     DUAL_LO slots from the golden matcher, empty phases; drains and drain
-    latency r + c + 1 exact; no stall -> one beat per cycle."""
+    latency (the array's tile_latency) exact; no stall -> one beat per cycle."""
     s = seed()
     dut._log.info(f"seed {s} (set KALEIDO_SEED to reproduce)")
     rng = np.random.default_rng(s)
     await start(dut)
-    drv = ArrayDriver(dut, CFG)
     beats = coverage_pass(rng, CFG) + random_pass(rng, CFG, absent_p=1.0)[0]  # every row and column unpaired
     for _ in range(40):
         beats += random_pass(rng, CFG, absent_p=0.25)[0]
@@ -49,28 +56,11 @@ async def random_passes(dut):
             seen = {(int(b.q0[r]), int(b.k0[c])) for b in beats if b.slot}
             assert len(seen) == 16, f"seed {s}: PE ({r},{c}) saw only {sorted(seen)}"
     assert any(b.kind for b in beats), "no DUAL_LO slot generated"
-    await drv.run(beats)
-    assert drv.drains == _expect(CFG, beats), f"seed {s}: drains differ"
-    _check_latency(drv)
+    res = await _run(dut, beats)
+    assert res.drains == _expect(CFG, beats), f"seed {s}: drains differ"
+    _check_latency(res)
     # throughput: the stream occupies exactly the cycle model's stream_cycles
-    assert drv.last_tile_cycle + 1 == stream_cycles(len(beats), CFG)
-
-
-@cocotb.test()
-async def stalls(dut):
-    """Input bubbles and output holds (a stall pattern is a test dimension):
-    nothing lost, duplicated or reordered."""
-    s = seed()
-    rng = np.random.default_rng(s)
-    await start(dut)
-    for in_stall, out_stall in (("random", "none"), ("none", "random"), ("every4", "random"), ("random", "every4")):
-        drv = ArrayDriver(dut, CFG)
-        beats = []
-        for _ in range(6):
-            beats += random_pass(rng, CFG)[0]
-        await drv.run(beats, in_stall=in_stall, out_stall=out_stall, seed=s)
-        assert drv.drains == _expect(CFG, beats), f"seed {s} {in_stall}/{out_stall}: drains differ"
-        _check_latency(drv)
+    assert res.last_tile is not None and res.last_tile + 1 == stream_cycles(len(beats), CFG)
 
 
 @cocotb.test()
@@ -92,14 +82,14 @@ async def workloads(dut):
         scheduler, matcher = VARIANTS[variant]
         S_expected, passes = workload_passes(cfg, grid, kind, seed=s, matcher=matcher, scheduler=scheduler)
         beats = [b for bs, _ in passes for b in bs]
-        drv = ArrayDriver(dut, CFG)
-        await drv.run(beats)
-        S = split_and_place(S_expected.shape, passes, drv.drains)
+        res = await _run(dut, beats)
+        S = split_and_place(S_expected.shape, passes, res.drains)
         assert (S == S_expected).all(), f"seed {s}: {kind} {grid} {split} differs from reuse_scores"
         # the cycle model predicts the RTL's cycle count exactly
         w = make_workload(kind, grid, split, s)
         model = run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant)
-        measured = drv.last_tile_cycle + 1
+        assert res.last_tile is not None
+        measured = res.last_tile + 1
         assert measured == model.cycles, f"seed {s}: {kind} {variant}: RTL {measured} cycles, model {model.cycles}"
         dut._log.info(
             f"{kind} grid {grid} split {split} {variant}: {len(passes)} passes, "
@@ -113,17 +103,15 @@ async def reset_mid_pass(dut):
     s = seed()
     rng = np.random.default_rng(s)
     await start(dut)
-    drv = ArrayDriver(dut, CFG)
     first = random_pass(rng, CFG, n=CFG.batch)[0]
-    await drv.run(first[: len(first) // 2 + 1], flush=False)
+    await _run(dut, first[: len(first) // 2 + 1], flush=False)
     dut.rst.value = 1
     await FallingEdge(dut.clk)
     await FallingEdge(dut.clk)
     dut.rst.value = 0
-    drv = ArrayDriver(dut, CFG)
     beats = random_pass(rng, CFG)[0] + random_pass(rng, CFG)[0]
-    await drv.run(beats)
-    assert drv.drains == _expect(CFG, beats), f"seed {s}: pass after reset differs"
+    res = await _run(dut, beats)
+    assert res.drains == _expect(CFG, beats), f"seed {s}: pass after reset differs"
 
 
 @cocotb.test()
@@ -136,15 +124,14 @@ async def throughput(dut):
     beats = []
     while len(beats) < 4000:
         beats += random_pass(rng, CFG, n=CFG.batch)[0]
-    drv = ArrayDriver(dut, CFG)
     t0 = time.perf_counter()
-    await drv.run(beats)
+    res = await _run(dut, beats)
     dt = time.perf_counter() - t0
-    assert drv.drains == _expect(CFG, beats)
-    perf = {"cycles": drv.cycle, "seconds": dt, "cycles_per_s": drv.cycle / dt}
+    assert res.drains == _expect(CFG, beats)
+    perf = {"cycles": res.cycles, "seconds": dt, "cycles_per_s": res.cycles / dt}
     with open(os.path.join(os.getcwd(), "perf.json"), "w") as f:
         json.dump(perf, f)
-    dut._log.info(f"throughput: {perf['cycles_per_s']:.0f} cycles/s ({drv.cycle} cycles in {dt:.2f} s)")
+    dut._log.info(f"throughput: {perf['cycles_per_s']:.0f} cycles/s ({res.cycles} cycles in {dt:.2f} s)")
 
 
 @cocotb.test(skip=os.environ.get("KALEIDO_SOAK_CYCLES") is None)
@@ -162,11 +149,12 @@ async def soak(dut):
         beats = []
         for _ in range(50):
             beats += random_pass(rng, CFG, absent_p=0.2)[0]
-        drv = ArrayDriver(dut, CFG)
         pattern = ("none", "random", "every4")[chunks % 3]
-        await drv.run(beats, in_stall=pattern, out_stall=("random", "none", "every4")[chunks % 3], seed=s + chunks)
-        assert drv.drains == _expect(CFG, beats), f"seed {s}: soak chunk {chunks} ({pattern}) differs"
-        cycles += drv.cycle
+        res = await _run(
+            dut, beats, in_stall=pattern, out_stall=("random", "none", "every4")[chunks % 3], seed=s + chunks
+        )
+        assert res.drains == _expect(CFG, beats), f"seed {s}: soak chunk {chunks} ({pattern}) differs"
+        cycles += res.cycles
         chunks += 1
         if chunks % 10 == 0:
             dut._log.info(

@@ -6,13 +6,14 @@ prediction with ``pass_gap=1``."""
 from __future__ import annotations
 
 import cocotb
-from cocotb.triggers import FallingEdge, Timer
 
 from kaleido.golden.loopnest import iter_passes
 from kaleido.hdl.dispatcher import pass_layout
 from kaleido.model import run_model
+from kaleido.tb.benches import dispatched_bench
 from kaleido.tb.cocotb_util import seed, start
-from kaleido.tb.driver import Packer, TileDecoder, expected_drains, pass_word, stall_pattern
+from kaleido.tb.driver import Packer, expected_drains, pass_word
+from kaleido.tb.kit import CocotbBackend
 from kaleido.tb.passes import make_workload
 from kaleido.tb.runner import config_from_env
 
@@ -30,35 +31,8 @@ def _passes(w, cfg):
 
 
 async def _run(dut, words, hold_pattern, s):
-    R, C = CFG.array_rows, CFG.array_cols
-    decode = TileDecoder(CFG.acc_width)
-    ports = {(r, c): getattr(dut, f"tiles__{r}__{c}") for r in range(R) for c in range(C)}
-    drains = {pe: [] for pe in ports}
-    holds = stall_pattern(hold_pattern, s)
-    i = idle = cycle = 0
-    last_tile = None
-    while i < len(words) or idle < 400:
-        hold = next(holds)
-        dut.hold.value = hold
-        dut.passes__valid.value = int(i < len(words))
-        if i < len(words):
-            dut.passes__payload.value = words[i]
-        if not hold:
-            for pe, port in ports.items():
-                valid, phase, value = decode(int(port.value))
-                if valid:
-                    drains[pe].append((phase, value))
-                    last_tile = cycle
-            cycle += 1
-        await Timer(1, unit="ns")  # the dispatcher's ready is combinational: let it settle
-        if i < len(words) and int(dut.passes__ready.value):
-            i += 1
-            idle = 0
-        elif i >= len(words):
-            idle += 1
-        await FallingEdge(dut.clk)
-    dut.passes__valid.value = 0
-    return drains, last_tile
+    res = await dispatched_bench(CocotbBackend(dut), CFG, words, hold=hold_pattern, seed=s)
+    return res.drains, res.last_tile
 
 
 @cocotb.test()

@@ -1,6 +1,6 @@
 """cocotb tests of one Kaleido PE (run by tb/test_rtl.py under Icarus and
-Verilator): the arithmetic exhaustively, every (phase, slot kind, tag)
-combination against the golden PE model."""
+Verilator): the arithmetic exhaustively, and forwarding. Every (phase, slot
+kind, tag) combination against the golden PE model: tb/test_blocks.py."""
 
 from __future__ import annotations
 
@@ -10,31 +10,21 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from kaleido.golden.array import run_beats
+from kaleido.encoding import Reuse
 from kaleido.hdl.layouts import COL, CTL, ROW
+from kaleido.tb.benches import pe_bench
 from kaleido.tb.cocotb_util import seed, start
-from kaleido.tb.driver import Packer, TileDecoder, pe_beat
+from kaleido.tb.driver import pe_beat
+from kaleido.tb.kit import CocotbBackend
 from kaleido.tb.runner import config_from_env
 
 CFG = config_from_env()
-PACK_ROW, PACK_COL, PACK_CTL = Packer(ROW), Packer(COL), Packer(CTL)
-DECODE = TileDecoder(CFG.acc_width)
-NONE, PARTIAL, FULL = 0, 1, 2
+NONE, PARTIAL, FULL = Reuse.NONE, Reuse.PARTIAL, Reuse.FULL
 
 
 async def _stream(dut, beats):
-    """Drive one beat per cycle; return the drained tiles in order."""
-    out = []
-    for b in beats:
-        dut.row_in.value = PACK_ROW({("r0",): b.r0[0], ("r1",): b.r1[0], ("q0",): b.q0[0], ("q1",): b.q1[0]})
-        dut.col_in.value = PACK_COL({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0]})
-        dut.ctl_in.value = PACK_CTL({("slot",): b.slot, ("kind",): b.kind, ("phase",): b.phase, ("last",): b.last})
-        await FallingEdge(dut.clk)
-        valid, phase, value = DECODE(int(dut.tile.value))
-        if valid:
-            out.append((phase, value))
-    dut.ctl_in.value = 0
-    return out
+    """One beat per cycle (:func:`pe_bench`); the drained tiles in order."""
+    return await pe_bench(CocotbBackend(dut), CFG, beats)
 
 
 @cocotb.test()
@@ -72,30 +62,6 @@ async def dual_lo_multipliers_exhaustive(dut):
     out_b = await _stream(dut, beats_b)
     assert [v for _, v in out_a] == [a * nib for a, nib in cases]
     assert [v for _, v in out_b] == [a * nib for a, nib in cases]
-
-
-@cocotb.test()
-async def every_tag_combination(dut):
-    """Every (phase, slot kind, q0, q1, k0, k1): one slot with random
-    operands, then the four phase drains starting at that phase, so every
-    register's content is observed; against the golden PE model."""
-    s = seed()
-    rng = np.random.default_rng(s)
-    await start(dut)
-    beats = []
-    for phase, kind, q0, q1, k0, k1 in itertools.product(range(4), range(2), *[range(4)] * 4):
-        if not kind:
-            q1, k1 = q0, k0  # FULL8 carries one channel
-        r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
-        beats.append(pe_beat(1, kind, phase, 0, r0, r0 if not kind else r1, q0, q1, k, k0, k1))
-        beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
-    out = await _stream(dut, beats)
-    exp = [
-        (int(p), int(t[0, 0]))
-        for p, t in run_beats(beats, 1, 1, accumulators=CFG.accumulators, acc_width=CFG.acc_width)
-    ]
-    bad = [i for i, (a, b) in enumerate(zip(out, exp, strict=False)) if a != b]
-    assert len(out) == len(exp) and not bad, f"seed {s}: {len(bad)} drains differ, first at {bad[:3]}"
 
 
 @cocotb.test()

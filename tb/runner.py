@@ -7,12 +7,15 @@ wheel (>= 5.036, required by cocotb 2), never the system 5.006.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import pathlib
 import re
 import shutil
 import sys
+from collections.abc import Iterator
 
 from kaleido.config import KaleidoConfig
 from kaleido.hdl.emit import emit
@@ -97,9 +100,9 @@ def run_cocotb(
     testbench-bound anyway. ``"auto"``: ``-O0`` for :data:`BIG_DESIGNS`
     (the engine's build drops from about 150 s to 35 s, its run time does
     not change measurably), the wheel's default for the rest.
-    Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it."""
-    from cocotb_tools.runner import get_results, get_runner
-
+    Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it.
+    Tests that share a build directory run one at a time (a lock file), and
+    an unchanged design is not rebuilt."""
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
     if grid is not None:
@@ -109,6 +112,23 @@ def run_cocotb(
         )
     build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(build_dir):  # tests sharing a build run one at a time (pytest -n)
+        return _build_and_test(sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt)
+
+
+@contextlib.contextmanager
+def _locked(build_dir: pathlib.Path) -> Iterator[None]:
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_and_test(sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt) -> dict:
+    from cocotb_tools.runner import get_results, get_runner
+
     src = emit(design, config, str(build_dir), grid=grid)
     env = {"KALEIDO_CONFIG": json.dumps(_config_dict(config)), "PYTHONPATH": os.pathsep.join(sys.path)}
     if grid is not None:
@@ -146,7 +166,7 @@ def run_cocotb(
         extra_env=env,
         waves=waves,
         timescale=("1ns", "1ps"),
-        results_xml=str(build_dir / "results.xml"),
+        results_xml=str(build_dir / f"results_{test_module.rsplit('.', 1)[-1]}.xml"),
     )
     tests, failed = get_results(pathlib.Path(results))
     return {"tests": tests, "failed": failed, "build_dir": str(build_dir)}

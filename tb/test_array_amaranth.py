@@ -18,7 +18,7 @@ def _check(cfg, beats, **kw):
     exp = expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
     assert drains == exp
     for (r, c), offsets in lat.items():
-        assert offsets == [r + c + 1] * len(offsets), (r, c)
+        assert offsets == [KaleidoArray(cfg).tile_latency(r, c)] * len(offsets), (r, c)
     return drains
 
 

@@ -1,0 +1,170 @@
+"""Reference-vs-RTL for every block, on any simulator: ``rtl(cases, sim)``
+equals ``[ref(case) for case in cases]``.
+
+A :class:`Case` names a block, a configuration, a seed, a stimulus source
+and stall patterns; everything else is derived from it, so a case crosses
+into a cocotb process as JSON and the stimulus is rebuilt there. ``ref``
+is the golden model; ``rtl`` runs the block's bench (:mod:`kaleido.tb.benches`)
+in the Amaranth simulator, or on the emitted Verilog under Icarus or
+Verilator through :mod:`kaleido.tb.cocotb_blocks` (one simulator run per
+configuration). Outputs are JSON-shaped: a list of words for a stream
+block, ``[phase, value]`` drains for the PE, ``"r,c" -> drains`` for an
+array.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import pathlib
+from typing import Any
+
+import numpy as np
+
+from kaleido.config import KaleidoConfig
+from kaleido.tb.benches import array_bench, pe_bench, stream_bench
+from kaleido.tb.dispatch_cases import detector_case, matcher_case, scheduler_case
+from kaleido.tb.driver import expected_drains, pe_beat
+from kaleido.tb.kit import Backend, simulate
+from kaleido.tb.passes import random_pass
+
+__all__ = ["Case", "BLOCKS", "SIMULATORS", "ref", "rtl", "bench", "stimulus"]
+
+#: block -> emitted design
+BLOCKS = {
+    "detector": "detector",
+    "matcher": "matcher",
+    "scheduler": "scheduler",
+    "pe": "kaleido_pe",
+    "array": "kaleido_array",
+}
+SIMULATORS = ("amaranth", "icarus", "verilator")
+_STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One stimulus of one block. ``config``: :class:`KaleidoConfig`
+    overrides; ``source``: ``random`` or ``workload`` (stream blocks);
+    ``size``: inputs (pairs, jobs, strings or passes; a default per block)."""
+
+    block: str
+    seed: int
+    in_stall: str = "none"
+    out_stall: str = "none"
+    source: str = "random"
+    size: int | None = None
+    config: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.block not in BLOCKS:
+            raise ValueError(f"block must be one of {sorted(BLOCKS)}, not {self.block!r}")
+
+    @property
+    def cfg(self) -> KaleidoConfig:
+        return KaleidoConfig(**dict(self.config))
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "config": [list(kv) for kv in self.config]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Case:
+        return cls(**{**d, "config": tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in d["config"])})
+
+
+def _pe_beats(case: Case) -> list:
+    """Every (phase, slot kind, q0, q1, k0, k1): one slot with random
+    operands, then the four phase drains from that phase on."""
+    import itertools
+
+    rng = np.random.default_rng(case.seed)
+    beats = []
+    for phase, kind, q0, q1, k0, k1 in itertools.product(range(4), range(2), *[range(4)] * 4):
+        if not kind:
+            q1, k1 = q0, k0  # FULL8 carries one channel
+        r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
+        beats.append(pe_beat(1, kind, phase, 0, r0, r0 if not kind else r1, q0, q1, k, k0, k1))
+        beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
+    return beats
+
+
+def _array_beats(case: Case) -> list:
+    rng = np.random.default_rng(case.seed)
+    beats: list = []
+    for _ in range(case.size or 6):
+        beats += random_pass(rng, case.cfg, absent_p=0.25)[0]
+    return beats
+
+
+def stimulus(case: Case) -> tuple[list, Any]:
+    """``(inputs, expected outputs)`` of a case: stream words, or beats."""
+    cfg = case.cfg
+    if case.block in _STREAM_CASES:
+        make, size = _STREAM_CASES[case.block]
+        return make(cfg, np.random.default_rng(case.seed), case.size or size, case.source)
+    if case.block == "pe":
+        beats = _pe_beats(case)
+        return beats, [list(d) for d in expected_drains(beats, 1, 1, cfg.accumulators, cfg.acc_width)[(0, 0)]]
+    beats = _array_beats(case)
+    exp = expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
+    return beats, {f"{r},{c}": [list(d) for d in v] for (r, c), v in exp.items()}
+
+
+def ref(case: Case) -> Any:
+    """The golden model's output for a case."""
+    return stimulus(case)[1]
+
+
+async def bench(be: Backend, case: Case) -> Any:
+    """The block's output for a case, on any backend."""
+    inputs, _ = stimulus(case)
+    cfg = case.cfg
+    ins, outs, seed = case.in_stall, case.out_stall, case.seed
+    if case.block in _STREAM_CASES:
+        return (await stream_bench(be, inputs, in_stall=ins, out_stall=outs, seed=seed))[0]
+    if case.block == "pe":
+        return [list(d) for d in await pe_bench(be, cfg, inputs)]
+    res = await array_bench(be, cfg, inputs, in_stall=ins, out_stall=outs, seed=seed)
+    return {f"{r},{c}": [list(d) for d in v] for (r, c), v in res.drains.items()}
+
+
+def _design(case: Case) -> Any:
+    from kaleido.hdl.emit import DESIGNS
+
+    return DESIGNS[BLOCKS[case.block]](case.cfg)
+
+
+def rtl(cases: list[Case], sim: str) -> list:
+    """Every case through the block's RTL on ``sim`` (``amaranth``,
+    ``icarus`` or ``verilator``); one output per case."""
+    if sim not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
+    if sim == "amaranth":
+        return [simulate(_design(c), functools.partial(bench, case=c)) for c in cases]
+    from kaleido.tb.runner import run_cocotb
+
+    out: list = [None] * len(cases)
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cases):
+        groups.setdefault((c.block, c.config), []).append(i)
+    for (block, _), idx in groups.items():
+        first = cases[idx[0]]
+        result = run_cocotb(
+            sim,
+            BLOCKS[block],
+            first.cfg,
+            "kaleido.tb.cocotb_blocks",
+            extra_env={"KALEIDO_CASES": json.dumps([cases[i].to_json() for i in idx])},
+        )
+        assert result["tests"] == 1 and result["failed"] == 0, result
+        results = json.loads((pathlib.Path(result["build_dir"]) / "block_outputs.json").read_text())
+        for i, value in zip(idx, results, strict=True):
+            out[i] = value
+    return out
+
+
+def write_outputs(outputs: list, directory: str | os.PathLike) -> None:
+    """Where :mod:`kaleido.tb.cocotb_blocks` leaves its outputs for :func:`rtl`."""
+    (pathlib.Path(directory) / "block_outputs.json").write_text(json.dumps(outputs))
