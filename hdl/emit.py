@@ -12,7 +12,7 @@ from collections.abc import Callable
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-from ..config import KaleidoConfig
+from ..config import KaleidoConfig, add_config_arguments, config_from_args
 from .array import KaleidoArray
 from .baseline import DenseArray, MacPE
 from .detector import ReuseDetector
@@ -76,12 +76,9 @@ def emit(design: str, config: KaleidoConfig, out_dir: str = "build/verilog", *, 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Emit Kaleido Verilog")
     ap.add_argument("--out", default="build/verilog")
-    ap.add_argument("--preset", default="hunyuan")
-    ap.add_argument("--rows", type=int, default=4)
-    ap.add_argument("--cols", type=int, default=4)
-    ap.add_argument("--accumulators", type=int, default=3)
+    add_config_arguments(ap, ("array_rows", "array_cols", "accumulators"))
     args = ap.parse_args(argv)
-    cfg = KaleidoConfig.preset(args.preset, array_rows=args.rows, array_cols=args.cols, accumulators=args.accumulators)
+    cfg = config_from_args(args)
     for design in DEFAULT_EMIT:
         print(emit(design, cfg, args.out))
 

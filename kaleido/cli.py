@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from .config import PRESETS, KaleidoConfig
+from .config import add_config_arguments, config_from_args
 from .progress import batch_progress
 
 __all__ = ["main"]
@@ -51,20 +51,16 @@ def _perf_parser(sub):
     )
     src = p.add_argument_group("workload (a file, or a synthetic one)")
     src.add_argument("--workload", metavar="FILE.npz", help="exchange-format .npz (q, k, v, grid, split)")
-    src.add_argument("--preset", default="hunyuan", choices=sorted(PRESETS))
     src.add_argument("--grid", type=_grid, default=(4, 8, 8), help="T,H,W latent tokens (default 4,8,8)")
     src.add_argument("--motion", default="slow", choices=["slow", "fast"])
     src.add_argument("--seed", type=int, default=0)
     src.add_argument("--spread", type=float, default=None, help="Q/K channel-magnitude sigma")
     hw = p.add_argument_group("hardware")
     hw.add_argument("--variant", default="full", choices=["pe", "pe-sh", "pe-m", "full"])
-    hw.add_argument("--F", type=int, default=5)
-    hw.add_argument("--P", type=int, default=3)
+    add_config_arguments(src)  # --preset: the workload's split, and the configuration's name
+    add_config_arguments(hw, ("F", "P", "batch", "lookahead", "accumulators"), preset=False)
     hw.add_argument("--arrays", type=int, default=1)
     hw.add_argument("--array-size", type=_array_size, default=(4, 4), help="N or RxC pair groups")
-    hw.add_argument("--batch", type=int, default=16)
-    hw.add_argument("--lookahead", type=int, default=4)
-    hw.add_argument("--accumulators", type=int, default=3, choices=[3, 4])
     hw.add_argument(
         "--pass-gap",
         type=int,
@@ -104,17 +100,7 @@ def _perf(args):
     from .model import run_model
 
     w = _load_workload(args)
-    cfg = KaleidoConfig(
-        F=args.F,
-        P=args.P,
-        split=w.split,
-        batch=args.batch,
-        lookahead=args.lookahead,
-        accumulators=args.accumulators,
-        array_rows=args.array_size[0],
-        array_cols=args.array_size[1],
-        name=args.preset,
-    )
+    cfg = config_from_args(args, split=w.split, array_rows=args.array_size[0], array_cols=args.array_size[1])
     if args.pass_gap < 0:
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
     quality = None

@@ -7,6 +7,7 @@ once, here, and names build directories and Verilog modules.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 from .checks import check_side, check_split, check_thresholds, is_int
@@ -187,3 +188,41 @@ PRESETS = {
     "hunyuan": {"split": (16, 56, 56)},
     "wan": {"split": (44, 42, 42)},
 }
+
+
+#: configuration fields a command line may set, and their flags
+CLI_FIELDS = {
+    "F": "--F",
+    "P": "--P",
+    "batch": "--batch",
+    "lookahead": "--lookahead",
+    "accumulators": "--accumulators",
+    "array_rows": "--rows",
+    "array_cols": "--cols",
+}
+
+
+def add_config_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, fields=(), *, preset: bool = True
+) -> None:
+    """Add ``--preset`` (unless ``preset=False``) and a flag for each of
+    ``fields`` (keys of :data:`CLI_FIELDS`), with the defaults of
+    :class:`KaleidoConfig`: every command line reads its hardware defaults
+    from here."""
+    defaults = KaleidoConfig()
+    if preset:
+        parser.add_argument(
+            "--preset",
+            default=defaults.name,
+            choices=sorted(PRESETS),
+            help=f"channel split preset (default {defaults.name})",
+        )
+    for field in fields:
+        value = getattr(defaults, field)
+        parser.add_argument(CLI_FIELDS[field], dest=field, type=int, default=value, help=f"default {value}")
+
+
+def config_from_args(args: argparse.Namespace, **overrides) -> KaleidoConfig:
+    """The :class:`KaleidoConfig` of parsed arguments (:func:`add_config_arguments`)."""
+    values = {f: getattr(args, f) for f in CLI_FIELDS if hasattr(args, f)}
+    return KaleidoConfig.preset(args.preset, **{**values, **overrides})

@@ -16,7 +16,7 @@ import pathlib
 import sys
 
 from kaleido.checks import check_grid
-from kaleido.config import KaleidoConfig
+from kaleido.config import add_config_arguments, config_from_args
 from kaleido.hdl.engine import check_engine
 from kaleido.tb.runner import SIMULATORS, run_cocotb
 
@@ -32,9 +32,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Kaleido engine demo (cocotb)")
     ap.add_argument("--sim", default="icarus", help=f"one of {', '.join(SIMULATORS)}")
     ap.add_argument("--grid", default="2,4,4", help="T,H,W of the latent grid (an elaboration parameter)")
-    ap.add_argument("--preset", default="hunyuan", help="hunyuan (16,56,56) or wan (44,42,42)")
+    add_config_arguments(ap, ("batch",))
     ap.add_argument("--split", default=None, help="d_t,d_x,d_y instead of the preset's split")
-    ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
         "--waves",
@@ -46,7 +45,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"error: --sim must be one of {SIMULATORS}, not {args.sim!r}")
     try:
         grid = check_grid(_ints(args.grid, "--grid"))
-        cfg = KaleidoConfig.preset(args.preset, batch=args.batch)
+        cfg = config_from_args(args)
         if args.split:
             cfg = cfg.replace(split=_ints(args.split, "--split"))
         check_engine(cfg, grid)
