@@ -62,27 +62,20 @@ class Pass:
     rows: np.ndarray
     cols: np.ndarray
 
+    @property
+    def _operands(self) -> tuple:
+        return self.A, self.q, self.B, self.k, self.slots
+
     def beats(self, accumulators: int = 3) -> list:
         """The pass's beat stream (:func:`kaleido.golden.array.pass_beats`)."""
         return pass_beats(
-            self.A,
-            self.q,
-            self.B,
-            self.k,
-            self.slots,
-            accumulators=accumulators,
-            rows_present=self.rows_present,
-            cols_present=self.cols_present,
+            *self._operands, accumulators=accumulators, rows_present=self.rows_present, cols_present=self.cols_present
         )
 
     def tiles(self, accumulators: int = 3, acc_width: int | None = None) -> np.ndarray:
         """Each PE's drained tiles, int64 ``(R, C, 4)`` (:func:`array_pass`)."""
         return array_pass(
-            self.A,
-            self.q,
-            self.B,
-            self.k,
-            self.slots,
+            *self._operands,
             accumulators=accumulators,
             acc_width=acc_width,
             rows_present=self.rows_present,
