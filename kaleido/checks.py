@@ -26,21 +26,33 @@ def check_thresholds(F, P) -> tuple[int, int]:
     return int(F), int(P)
 
 
+def _positive_triple(value, shape: str, not_sequence: str, too_small: str) -> tuple[int, int, int]:
+    """Three integers >= 1; the messages name ``value``: ``shape`` and
+    ``not_sequence`` for a TypeError, ``too_small`` for a ValueError."""
+    try:
+        parts = tuple(value)
+    except TypeError:
+        raise TypeError(f"{not_sequence}, not {value!r}") from None
+    if len(parts) != 3 or not all(is_int(p) for p in parts):
+        raise TypeError(f"{shape}, not {value!r}")
+    if any(p < 1 for p in parts):
+        raise ValueError(f"{too_small}, not {value!r}")
+    a, b, c = (int(p) for p in parts)
+    return a, b, c
+
+
 def check_split(split, d: int | None = None) -> tuple[int, int, int]:
     """Validate a channel split ``(d_t, d_x, d_y)``: three integers >= 1 that
     sum to ``d`` when ``d`` is given."""
-    try:
-        parts = tuple(split)
-    except TypeError:
-        raise TypeError(f"split must be a sequence of three integers, not {split!r}") from None
-    if len(parts) != 3 or not all(is_int(p) for p in parts):
-        raise TypeError(f"split must be three integers (d_t, d_x, d_y), not {split!r}")
-    if any(p < 1 for p in parts):
-        raise ValueError(f"every channel group of split must be at least 1, not {split!r}")
+    parts = _positive_triple(
+        split,
+        "split must be three integers (d_t, d_x, d_y)",
+        "split must be a sequence of three integers",
+        "every channel group of split must be at least 1",
+    )
     if d is not None and sum(parts) != d:
         raise ValueError(f"split {parts!r} sums to {sum(parts)}, but the head dimension d is {d}")
-    d_t, d_x, d_y = (int(p) for p in parts)
-    return d_t, d_x, d_y
+    return parts
 
 
 def as_int8(name: str, value, ndim: int | None = 2) -> np.ndarray:
@@ -54,15 +66,10 @@ def as_int8(name: str, value, ndim: int | None = 2) -> np.ndarray:
 
 
 def check_grid(grid, n: int | None = None) -> tuple[int, int, int]:
-    try:
-        parts = tuple(grid)
-    except TypeError:
-        raise TypeError(f"grid must be three integers (T, H, W), not {grid!r}") from None
-    if len(parts) != 3 or not all(is_int(p) for p in parts):
-        raise TypeError(f"grid must be three integers (T, H, W), not {grid!r}")
-    if any(p < 1 for p in parts):
-        raise ValueError(f"every grid extent must be at least 1, not {grid!r}")
-    parts = tuple(int(p) for p in parts)
+    """Validate a latent grid ``(T, H, W)``: three integers >= 1 holding
+    ``n`` tokens when ``n`` is given."""
+    shape = "grid must be three integers (T, H, W)"
+    parts = _positive_triple(grid, shape, shape, "every grid extent must be at least 1")
     if n is not None and parts[0] * parts[1] * parts[2] != n:
         raise ValueError(f"grid {parts!r} holds {parts[0] * parts[1] * parts[2]} tokens, but the tensor has N = {n}")
     return parts
