@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 from kaleido.config import KaleidoConfig
-from kaleido.tb.benches import array_bench, pe_bench, stream_bench
+from kaleido.tb.benches import array_bench, dispatched_bench, pe_bench, stream_bench
 from kaleido.tb.dispatch_cases import detector_case, matcher_case, scheduler_case
 from kaleido.tb.driver import expected_drains, pe_beat
 from kaleido.tb.kit import Backend, simulate
-from kaleido.tb.passes import random_pass
+from kaleido.tb.passes import make_workload, pass_words, random_pass
 
 __all__ = ["Case", "BLOCKS", "SIMULATORS", "ref", "rtl", "bench", "stimulus"]
 
@@ -39,6 +39,7 @@ BLOCKS = {
     "scheduler": "scheduler",
     "pe": "kaleido_pe",
     "array": "kaleido_array",
+    "dispatched": "dispatched_array",
 }
 SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
@@ -48,7 +49,9 @@ _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60)
 class Case:
     """One stimulus of one block. ``config``: :class:`KaleidoConfig`
     overrides; ``source``: ``random`` or ``workload`` (stream blocks);
-    ``size``: inputs (pairs, jobs, strings or passes; a default per block)."""
+    ``size``: inputs (pairs, jobs, strings or passes; a default per block).
+    For ``dispatched`` (a whole head through the pass dispatcher and the
+    array) ``source`` is the workload kind and ``out_stall`` drives ``hold``."""
 
     block: str
     seed: int
@@ -98,6 +101,17 @@ def _array_beats(case: Case) -> list:
     return beats
 
 
+def _dispatched_passes(case: Case) -> tuple[list[int], list]:
+    """The pass words of a whole head (``source``: the workload kind, grid
+    2x3x4) and their golden beats."""
+    cfg = case.cfg
+    return pass_words(cfg, make_workload(case.source, (2, 3, 4), cfg.split, case.seed))
+
+
+def _drains_json(drains: dict) -> dict:
+    return {f"{r},{c}": [list(d) for d in v] for (r, c), v in drains.items()}
+
+
 def stimulus(case: Case) -> tuple[list, Any]:
     """``(inputs, expected outputs)`` of a case: stream words, or beats."""
     cfg = case.cfg
@@ -107,9 +121,13 @@ def stimulus(case: Case) -> tuple[list, Any]:
     if case.block == "pe":
         beats = _pe_beats(case)
         return beats, [list(d) for d in expected_drains(beats, 1, 1, cfg.accumulators, cfg.acc_width)[(0, 0)]]
+    if case.block == "dispatched":
+        words, beats = _dispatched_passes(case)
+        return words, _drains_json(
+            expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
+        )
     beats = _array_beats(case)
-    exp = expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
-    return beats, {f"{r},{c}": [list(d) for d in v] for (r, c), v in exp.items()}
+    return beats, _drains_json(expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width))
 
 
 def ref(case: Case) -> Any:
@@ -126,8 +144,9 @@ async def bench(be: Backend, case: Case) -> Any:
         return (await stream_bench(be, inputs, in_stall=ins, out_stall=outs, seed=seed))[0]
     if case.block == "pe":
         return [list(d) for d in await pe_bench(be, cfg, inputs)]
-    res = await array_bench(be, cfg, inputs, in_stall=ins, out_stall=outs, seed=seed)
-    return {f"{r},{c}": [list(d) for d in v] for (r, c), v in res.drains.items()}
+    if case.block == "dispatched":  # the passes stream is always valid; out_stall drives hold
+        return _drains_json((await dispatched_bench(be, cfg, inputs, hold=outs, seed=seed)).drains)
+    return _drains_json((await array_bench(be, cfg, inputs, in_stall=ins, out_stall=outs, seed=seed)).drains)
 
 
 def _design(case: Case) -> Any:

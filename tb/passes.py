@@ -84,3 +84,18 @@ def split_and_place(shape, passes, drains):
     for i, (_, place) in enumerate(passes):
         place(S, {pe: lst[4 * i : 4 * i + 4] for pe, lst in drains.items()})
     return S
+
+
+def pass_words(cfg, w) -> tuple[list[int], list]:
+    """The :class:`~kaleido.hdl.dispatcher.PassDispatcher` input words of a
+    whole head (workload ``w``, the loop nest without scheduler) and the
+    golden beats the dispatcher must make of them."""
+    from kaleido.hdl.dispatcher import pass_layout
+    from kaleido.tb.driver import Packer, pass_word
+
+    pack = Packer(pass_layout(cfg.array_rows, cfg.array_cols, cfg.batch))
+    words, beats = [], []
+    for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg):
+        beats += ps.beats(cfg.accumulators)
+        words.append(pass_word(pack, ps.A, ps.q, ps.rows_present, ps.B, ps.k, ps.cols_present))
+    return words, beats

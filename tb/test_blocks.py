@@ -14,6 +14,13 @@ STALLS = [("none", "none"), ("random", "none"), ("none", "random"), ("random", "
 def cases(block: str, seed: int) -> list[Case]:
     if block == "pe":  # no handshake: both register counts instead
         return [Case("pe", seed, config=(("accumulators", a),)) for a in (3, 4)]
+    if block == "dispatched":  # a whole head (batch 4, odd split), hold patterns
+        small = (("batch", 4), ("split", (5, 3, 4)))
+        return [
+            Case(block, seed, "none", hold, source=kind, config=small)
+            for kind in ("video", "random")
+            for hold in ("none", "random")
+        ]
     out = [Case(block, seed + k, i, o) for k, (i, o) in enumerate(STALLS)]
     if block in ("detector", "matcher", "scheduler"):
         out.append(Case(block, seed, "random", "random", source="workload"))
