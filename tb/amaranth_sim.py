@@ -5,12 +5,10 @@ same benches on the emitted Verilog."""
 
 from __future__ import annotations
 
-from amaranth.sim import Simulator
-
 from kaleido.config import KaleidoConfig
 from kaleido.hdl.array import KaleidoArray
-from kaleido.tb.benches import array_bench, pe_bench, stream_bench
-from kaleido.tb.kit import simulate, stall_pattern
+from kaleido.tb.benches import array_bench, engine_bench, pe_bench, stream_bench
+from kaleido.tb.kit import Backend, simulate
 
 __all__ = ["simulate_array", "simulate_pe", "simulate_stream", "simulate_engine"]
 
@@ -60,43 +58,33 @@ def simulate_engine(
     check_engine_input(Q, K, grid if head_grid is None else head_grid, config.split, config, grid)
     dut = KaleidoEngine(config, grid)
     words = engine_words(Q, K, config)
-    values, res = [], {}
+    R, C = config.array_rows, config.array_cols
+    lanes = [
+        (f"accumulator.writes.{r}.{c}.enable", f"accumulator.writes.{r}.{c}.address")
+        for r in range(R)
+        for c in range(C)
+    ]
 
-    async def bench(ctx):
-        bubbles = stall_pattern(in_stall, seed)
-        holds = stall_pattern(out_stall, seed + 1)
-        i = cycle = 0
-        done = False
-        while not done and cycle < max_cycles:
-            valid = i < len(words) and not next(bubbles)
-            ready = not next(holds)
-            ctx.set(dut.qk.valid, valid)
-            if valid:
-                ctx.set(dut.qk.payload.as_value(), words[i])
-            ctx.set(dut.s.ready, ready)
-            await ctx.delay(1e-9)
-            if valid and ctx.get(dut.qk.ready):
-                i += 1
-            if ready and ctx.get(dut.s.valid):
-                values.append(ctx.get(dut.s.payload.value.as_unsigned()))
-                if ctx.get(dut.s.payload.last):
-                    done = True
-                    res["cycles"] = ctx.get(dut.cycles)
-            # monitor: the accumulate lanes never write one S entry twice in a cycle
-            hits = [ctx.get(a) for we, a in dut.acc_ports if ctx.get(we)]
-            if len(hits) != len(set(hits)):
-                raise AssertionError(
-                    f"cycle {cycle}: two accumulate lanes write S entries {sorted(hits)} "
-                    "in the same cycle (one update would be lost)"
-                )
-            cycle += 1
-            await ctx.tick()
-        res["total"] = cycle
+    def no_collision(be: Backend, cycle: int) -> None:
+        """The accumulate lanes never write one S entry twice in a cycle."""
+        hits = [be.get(address) for enable, address in lanes if be.get(enable)]
+        if len(hits) != len(set(hits)):
+            raise AssertionError(
+                f"cycle {cycle}: two accumulate lanes write S entries {sorted(hits)} "
+                "in the same cycle (one update would be lost)"
+            )
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    if "cycles" not in res:
-        raise RuntimeError(f"engine produced {len(values)} scores in {max_cycles} cycles and did not finish")
-    return decode_scores(values, dut.n_tokens, dut.s_width), res["cycles"], res["total"]
+    res = simulate(
+        dut,
+        lambda be: engine_bench(
+            be,
+            words,
+            dut.s_width,
+            in_stall=in_stall,
+            out_stall=out_stall,
+            seed=seed,
+            limit=max_cycles,
+            each_cycle=no_collision,
+        ),
+    )
+    return decode_scores(res.values, dut.n_tokens, dut.s_width), res.compute, res.total

@@ -23,6 +23,8 @@ __all__ = [
     "stream_bench",
     "dispatched_bench",
     "dense_bench",
+    "EngineResult",
+    "engine_bench",
     "STREAM_DRAIN",
 ]
 
@@ -195,3 +197,43 @@ async def dense_bench(
     return await tile_stream_bench(
         be, config, words, lasts, dut.tile_latency, in_stall=in_stall, out_stall=out_stall, seed=seed
     )
+
+
+@dataclasses.dataclass
+class EngineResult:
+    """The ``s`` words of one head (score bits, ``last`` dropped), the
+    engine's ``cycles`` port after it, and the cycles the head took from its
+    first input word to its last score (``total``)."""
+
+    values: list[int]
+    compute: int
+    total: int
+
+
+async def engine_bench(
+    be: Backend,
+    words: Sequence[int],
+    score_width: int,
+    *,
+    in_stall="none",
+    out_stall="none",
+    seed=0,
+    limit=10_000_000,
+    each_cycle: Callable[[Backend, int], None] | None = None,
+) -> EngineResult:
+    """One head's input words into :class:`~kaleido.hdl.engine.KaleidoEngine`'s
+    ``qk`` (bubbles by ``in_stall``), its scores out of ``s`` (ready dropped
+    by ``out_stall``) until the word with ``last``; a run longer than
+    ``limit`` cycles fails (a hung engine)."""
+    src = StreamSource("qk", words, stall=in_stall, seed=seed)
+    sink = StreamSink("s", stall=out_stall, seed=seed + 1)
+    res = await run(
+        be,
+        sources=[src],
+        sinks=[sink],
+        until=lambda: bool(sink.words) and bool(sink.words[-1] >> score_width & 1),
+        each_cycle=each_cycle,
+        max_cycles=limit,
+    )
+    mask = (1 << score_width) - 1
+    return EngineResult([w & mask for w in sink.words], be.get("cycles"), res.total)

@@ -11,14 +11,14 @@ import time
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge
 
 from kaleido.golden.reuse import reuse_scores
 from kaleido.hdl.engine import check_engine_input
 from kaleido.model import engine_cycles
+from kaleido.tb.benches import engine_bench
 from kaleido.tb.cocotb_util import seed, start
-from kaleido.tb.driver import stall_pattern
 from kaleido.tb.engine_io import decode_scores, engine_words
+from kaleido.tb.kit import CocotbBackend
 from kaleido.tb.passes import make_workload
 from kaleido.tb.runner import config_from_env, grid_from_env
 
@@ -38,35 +38,8 @@ async def run_head(dut, w, in_stall="none", out_stall="none", s=0):
     timing = engine_cycles(Q, K, w.grid, w.split, CFG)
     # a hung engine fails fast: no stall pattern here stalls more than 30 %
     limit = 3 * timing.total + 1000
-    bubbles, holds = stall_pattern(in_stall, s), stall_pattern(out_stall, s + 1)
-    values, i, cycle = [], 0, 0
-    while True:
-        valid = i < len(words) and not next(bubbles)
-        ready = not next(holds)
-        dut.qk__valid.value = int(valid)
-        if valid:
-            dut.qk__payload.value = words[i]
-        dut.s__ready.value = int(ready)
-        # qk.ready and s.valid/payload come from registers: sample now
-        if valid and int(dut.qk__ready.value):
-            i += 1
-        cycle += 1
-        if ready and int(dut.s__valid.value):
-            word = int(dut.s__payload.value)
-            values.append(word & ((1 << SW) - 1))
-            if word >> SW & 1:
-                compute = int(dut.cycles.value)
-                await FallingEdge(dut.clk)
-                break
-        await FallingEdge(dut.clk)
-        if cycle > limit:
-            raise AssertionError(
-                f"engine did not finish a head in {limit} cycles "
-                f"({i} of {len(words)} words in, {len(values)} scores out)"
-            )
-    dut.qk__valid.value = 0
-    dut.s__ready.value = 0
-    return decode_scores(values, N, SW), compute, cycle, timing
+    res = await engine_bench(CocotbBackend(dut), words, SW, in_stall=in_stall, out_stall=out_stall, seed=s, limit=limit)
+    return decode_scores(res.values, N, SW), res.compute, res.total, timing
 
 
 def _check(S, compute, total, timing, w, stalled, label):
