@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+from .clock import REPORT, clocks, time_speedup
 from .config import add_config_arguments, config_from_args
 from .progress import batch_progress
 
@@ -82,6 +83,13 @@ def _perf_parser(sub):
         default="auto",
         help="attention-output quality (auto: when N <= 4096)",
     )
+    out.add_argument(
+        "--synth-report",
+        metavar="PATH",
+        default=REPORT,
+        help=f"make synth report for the clocks of the speedup in time (default {REPORT}; "
+        "without it, docs/SYNTH_TABLE.md)",
+    )
     p.set_defaults(func=_perf)
 
 
@@ -97,7 +105,7 @@ def _load_workload(args):
 def _perf(args):
     from kaleido.golden import reuse_attention
 
-    from .model import run_model
+    from .model import VARIANTS, run_model
 
     w = _load_workload(args)
     cfg = config_from_args(args, split=w.split, array_rows=args.array_size[0], array_cols=args.array_size[1])
@@ -148,6 +156,9 @@ def _perf(args):
             )
         engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
         result["engine"] = engine.as_dict()
+    scheduler, matcher = VARIANTS[args.variant]
+    clock = clocks(scheduler, matcher, args.synth_report)
+    result["time"] = {**clock.as_dict(), "speedup": time_speedup(r.speedup, clock)}
     result["model_seconds"] = time.time() - t0
     print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}{' (synthetic)' if w.meta.get('synthetic') else ''}")
     print(
@@ -156,6 +167,11 @@ def _perf(args):
     )
     print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
+    print(
+        f"time: speedup {result['time']['speedup']:.3f}x (cycles {r.speedup:.3f}x x clocks "
+        f"{clock.kaleido_mhz:.1f} MHz core, limited by {clock.limited_by} / {clock.dense_mhz:.1f} MHz dense; "
+        f"Fmax from {clock.source})"
+    )
     if engine:
         print(
             f"engine: compute {engine.compute:,} (passes {engine.passes:,}, dispatcher idle "
@@ -173,6 +189,7 @@ def _perf(args):
             "cycles": r.cycles,
             "dense_cycles": r.dense_cycles,
             "speedup": r.speedup,
+            "time_speedup": result["time"]["speedup"],
             "utilization": r.utilization,
             **{f"ops_{k}": v for k, v in r.ops.items()},
             **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
