@@ -183,6 +183,58 @@ class KaleidoConfig:
         return cls(**{**PRESETS[name], "name": name, **overrides})
 
 
+@dataclasses.dataclass(frozen=True)
+class SoftmaxFormat:
+    """Fixed-point formats of the softmax and P V (issue 12;
+    :mod:`kaleido.golden.softmax` is the algorithm).
+
+    Parameters
+    ----------
+    p_bits : int
+        Width of the P operand (unsigned, ``0 .. 2^p_bits - 1``, the row's
+        largest probability at ``2^p_bits - 1``). 7 fits the PE's signed
+        8-bit row operand.
+    lut_bits : int
+        Fractional bits of the base-2 exponent: the exponential table has
+        ``2^lut_bits`` entries.
+    lut_width : int
+        Fractional bits of the table's values (``2^(-f)`` for ``0 <= f < 1``).
+    exp_frac_bits : int
+        Fractional bits of the per-head constant ``scale * log2(e)``.
+    constant_bits : int
+        Width of that constant.
+    recip_bits : int
+        The row reciprocal is ``floor(2^recip_bits / z)``.
+    out_frac_bits : int
+        Fractional bits of O (in units of ``v_scale``).
+    """
+
+    p_bits: int = 7
+    lut_bits: int = 8
+    lut_width: int = 16
+    exp_frac_bits: int = 20
+    constant_bits: int = 24
+    recip_bits: int = 32
+    out_frac_bits: int = 8
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not is_int(value) or value < 1:
+                raise ValueError(f"{field.name} must be a positive integer, not {value!r}")
+        if self.lut_bits >= self.exp_frac_bits:
+            raise ValueError(f"lut_bits ({self.lut_bits}) must be below exp_frac_bits ({self.exp_frac_bits})")
+        if self.out_frac_bits >= self.recip_bits:
+            raise ValueError(f"out_frac_bits ({self.out_frac_bits}) must be below recip_bits ({self.recip_bits})")
+        if self.p_bits > 16:
+            raise ValueError(f"p_bits must be at most 16, not {self.p_bits!r}")
+
+    @property
+    def p_max(self) -> int:
+        """The P operand of the row's largest probability."""
+        return (1 << self.p_bits) - 1
+
+
 #: channel splits of the paper's two models (spec sec. 2)
 PRESETS = {
     "hunyuan": {"split": (16, 56, 56)},
