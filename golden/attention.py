@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..checks import as_int8, check_grid, check_qk, check_split, check_thresholds
+from ..checks import as_int8, check_grid, check_qk, check_scales, check_split, check_thresholds
 from ..encoding import ABSENT, Reuse
 from ..loopnest import group_slices
 from .ops import t1_cost, t2_cost, t3_cost
@@ -50,18 +50,6 @@ def softmax_attention(logits: np.ndarray, values: np.ndarray) -> np.ndarray:
     return p @ values
 
 
-def _check_scales(scales):
-    try:
-        parts = tuple(scales)
-    except TypeError:
-        raise TypeError(f"scales must be (q_scale, k_scale, v_scale), not {scales!r}") from None
-    if len(parts) != 3 or not all(isinstance(s, numbers.Real) and not isinstance(s, bool) for s in parts):
-        raise TypeError(f"scales must be three real numbers (q_scale, k_scale, v_scale), not {scales!r}")
-    if not all(np.isfinite(s) and s > 0 for s in parts):
-        raise ValueError(f"scales must be finite and positive, not {scales!r}")
-    return tuple(float(s) for s in parts)
-
-
 def _int8_attention(S, V, scales):
     qs, ks, vs = scales
     d = V.shape[1]
@@ -100,7 +88,7 @@ def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None) -
     if V.shape != Q.shape:
         raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
     F, P = check_thresholds(F, P)
-    scales = _check_scales(scales)
+    scales = check_scales(scales)
     Qe = effective(Q, grid, split, F, P, side="row")
     Ke = effective(K, grid, split, F, P, side="column")
     Ve = effective(V, grid, split, F, P, side="column")
@@ -195,7 +183,7 @@ def skip_baselines(Q, K, V, grid, split, F=5, P=3, *, scales) -> dict:
     grid, split = check_qk(Q, K, grid, split)
     as_int8("V", V)
     F, P = check_thresholds(F, P)
-    scales = _check_scales(scales)
+    scales = check_scales(scales)
     n, d = Q.shape
     cost_chunks = list(oracle_product_costs(Q, K, grid, split, F, P))
     oracle = sum(int(c.sum()) for _, c in cost_chunks)

@@ -33,10 +33,20 @@ import math
 
 import numpy as np
 
-from ..checks import as_int8
+from ..checks import as_int8, check_qk, check_scales, check_thresholds
 from ..config import SoftmaxFormat
+from .attention import metrics, softmax_attention
+from .reuse import effective, exact_matmul, reuse_scores
 
-__all__ = ["exp2_table", "head_constant", "FixedSoftmax", "fixed_softmax", "fixed_attention", "float_softmax"]
+__all__ = [
+    "exp2_table",
+    "head_constant",
+    "FixedSoftmax",
+    "fixed_softmax",
+    "fixed_attention",
+    "float_softmax",
+    "fixed_reuse_attention",
+]
 
 
 def exp2_table(fmt: SoftmaxFormat) -> np.ndarray:
@@ -113,3 +123,32 @@ def float_softmax(logits: np.ndarray) -> np.ndarray:
     x = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(x)
     return e / e.sum(axis=1, keepdims=True)
+
+
+def fixed_reuse_attention(
+    Q, K, V, grid, split, F: int = 5, P: int = 3, *, scales, fmt: SoftmaxFormat | None = None, reference=None
+) -> dict:
+    """Whole attention as the hardware computes it: reuse scores (reuse on
+    Q and K), the fixed-point softmax, P V with reuse on V. Returns the
+    integer ``output`` (scale ``v_scale / 2^out_frac_bits``), its float
+    value ``real``, and metrics against float attention over the exact int8
+    scores and V without reuse (``vs_int8``) and, with ``reference`` (the
+    float Q, K, V before quantisation), against float attention
+    (``vs_float``)."""
+    fmt = fmt or SoftmaxFormat()
+    grid, split = check_qk(Q, K, grid, split)
+    as_int8("V", V)
+    if V.shape != Q.shape:
+        raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
+    F, P = check_thresholds(F, P)
+    qs, ks, vs = check_scales(scales)
+    logit_scale = qs * ks / math.sqrt(Q.shape[1])
+    sm = fixed_softmax(reuse_scores(Q, K, grid, split, F, P), logit_scale, fmt)
+    out = fixed_attention(sm, effective(V, grid, split, F, P, side="column"))
+    real = out * (vs / (1 << fmt.out_frac_bits))
+    ref8 = softmax_attention(exact_matmul(Q, K.T) * logit_scale, V.astype(np.float64) * vs)
+    result = {"output": out, "real": real, "vs_int8": metrics(real, ref8)}
+    if reference is not None:
+        Qf, Kf, Vf = (np.asarray(x, dtype=np.float64) for x in reference)
+        result["vs_float"] = metrics(real, softmax_attention(Qf @ Kf.T / math.sqrt(Q.shape[1]), Vf))
+    return result

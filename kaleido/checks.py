@@ -7,7 +7,16 @@ import numbers
 
 import numpy as np
 
-__all__ = ["is_int", "check_thresholds", "check_split", "check_grid", "check_side", "as_int8", "check_qk"]
+__all__ = [
+    "is_int",
+    "check_thresholds",
+    "check_split",
+    "check_grid",
+    "check_side",
+    "as_int8",
+    "check_qk",
+    "check_scales",
+]
 
 
 def is_int(value) -> bool:
@@ -89,3 +98,17 @@ def check_qk(Q, K, grid, split):
         raise ValueError(f"Q and K must have the same shape, not {Q.shape!r} and {K.shape!r}")
     n, d = Q.shape
     return check_grid(grid, n), check_split(split, d)
+
+
+def check_scales(scales) -> tuple[float, float, float]:
+    """Validate per-tensor quantisation scales ``(q, k, v)``: finite and positive."""
+    try:
+        parts = tuple(scales)
+    except TypeError:
+        raise TypeError(f"scales must be (q_scale, k_scale, v_scale), not {scales!r}") from None
+    if len(parts) != 3 or not all(isinstance(s, numbers.Real) and not isinstance(s, bool) for s in parts):
+        raise TypeError(f"scales must be three real numbers (q_scale, k_scale, v_scale), not {scales!r}")
+    if not all(np.isfinite(s) and s > 0 for s in parts):
+        raise ValueError(f"scales must be finite and positive, not {scales!r}")
+    q, k, v = (float(s) for s in parts)
+    return q, k, v

@@ -115,3 +115,26 @@ def test_softmax_error_is_below_the_goal(kind):
 def test_bad_input_is_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_whole_attention_from_the_array_scores(seed):
+    """With reuse, the output equals the fixed-point softmax of the S the
+    golden array accumulates pass by pass, times effective V; with reuse
+    off only arithmetic separates it from int8 attention."""
+    from kaleido.config import KaleidoConfig
+    from kaleido.golden.loopnest import scores_by_passes
+    from kaleido.golden.reuse import effective
+    from kaleido.golden.softmax import fixed_reuse_attention
+
+    w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed % 1000)
+    res = fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales, reference=w.reference)
+    S, _ = scores_by_passes(w.q, w.k, w.grid, w.split, KaleidoConfig(), scheduler=True)
+    sm = fixed_softmax(S, w.scales[0] * w.scales[1] / math.sqrt(w.d))
+    assert (res["output"] == fixed_attention(sm, effective(w.v, w.grid, w.split, 5, 3, side="column"))).all()
+    assert set(res) == {"output", "real", "vs_int8", "vs_float"}
+    off = fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, 9, 9, scales=w.scales)
+    assert off["vs_int8"]["psnr"] >= 40 and off["vs_int8"]["psnr"] > res["vs_int8"]["psnr"]
+    with pytest.raises(ValueError, match="V must have the shape of Q"):
+        fixed_reuse_attention(w.q, w.k, w.v[:3], w.grid, w.split, scales=w.scales)
+    with pytest.raises(ValueError, match="scales must be finite and positive"):
+        fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, scales=(1.0, -1.0, 1.0))

@@ -3,8 +3,11 @@ probabilities against float softmax over the same int8 scores (reuse off),
 and of the attention output ``O`` against float attention with the same
 int8 scores and V, per workload kind and P width.
 
+Also whole attention in fixed point with reuse on Q, K and V, per workload
+kind at the default and the swept thresholds, against int8 attention
+without reuse and against float attention.
 ``python -m kaleido.bench.softmax [--out build/bench/softmax.json]`` writes
-JSON and CSV and prints the markdown table of docs/SOFTMAX.md.
+JSON and CSVs and prints the markdown tables of docs/SOFTMAX.md.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from ..golden.reuse import exact_matmul
 from ..golden.softmax import fixed_attention, fixed_softmax, float_softmax
 from ..golden.workloads import random_workload, synthetic_video
 
-__all__ = ["rows", "main"]
+__all__ = ["rows", "quality_rows", "main"]
+
+#: thresholds of the quality sweep: the default (5,3), the swept ones, and reuse off
+THRESHOLDS = [(5, 3), (3, 1), (4, 2), (5, 4), (6, 4), (9, 9)]
 
 
 def rows(grid=(4, 16, 16), seed=0, p_widths=(6, 7, 8, 10)) -> list[dict]:
@@ -64,6 +70,44 @@ def rows(grid=(4, 16, 16), seed=0, p_widths=(6, 7, 8, 10)) -> list[dict]:
     return out
 
 
+def quality_rows(grid=(4, 16, 16), seed=0) -> list[dict]:
+    """Whole attention in fixed point (reuse on Q, K and V) per workload
+    kind and thresholds: PSNR and cosine against int8 attention without
+    reuse and against float attention."""
+    from ..golden.softmax import fixed_reuse_attention
+    from ..golden.workloads import constant_workload
+
+    heads = {
+        "video slow": synthetic_video("hunyuan", grid, "slow", seed),
+        "video fast": synthetic_video("hunyuan", grid, "fast", seed),
+        "random": random_workload(grid, (16, 56, 56), seed),
+        "constant": constant_workload(grid, (16, 56, 56), seed),
+    }
+    out = []
+    for kind, w in heads.items():
+        for F, P in THRESHOLDS:
+            res = fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, F, P, scales=w.scales, reference=w.reference)
+            row = {"workload": kind, "F": F, "P": P}
+            for ref in ("vs_int8", "vs_float"):
+                if ref in res:
+                    row |= {f"{ref}_{k}": res[ref][k] for k in ("mse", "psnr", "cosine")}
+            out.append(row)
+    return out
+
+
+def quality_table(results: list[dict]) -> list[str]:
+    lines = [
+        "| workload | (F,P) | PSNR vs int8 (dB) | cosine vs int8 | PSNR vs float (dB) | cosine vs float |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        f = f"{r['vs_float_psnr']:.1f} | {r['vs_float_cosine']:.5f}" if "vs_float_psnr" in r else "- | -"
+        lines.append(
+            f"| {r['workload']} | ({r['F']},{r['P']}) | {r['vs_int8_psnr']:.1f} | {r['vs_int8_cosine']:.5f} | {f} |"
+        )
+    return lines
+
+
 def table(results: list[dict]) -> list[str]:
     lines = [
         "| workload | P bits | P PSNR (dB) | worst row (dB) | P cosine | O PSNR (dB) | O cosine |",
@@ -83,14 +127,20 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     results = rows(seed=args.seed)
+    quality = quality_rows(seed=args.seed)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(results, f, indent=2)
-    with open(os.path.splitext(args.out)[0] + ".csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(results[0]))
-        writer.writeheader()
-        writer.writerows(results)
+        json.dump({"softmax_error": results, "attention_quality": quality}, f, indent=2)
+    base = os.path.splitext(args.out)[0]
+    for suffix, data in (("", results), ("_quality", quality)):
+        fields = sorted({k for r in data for k in r}, key=lambda k: list(data[0]).index(k) if k in data[0] else 99)
+        with open(f"{base}{suffix}.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(data)
     print("\n".join(table(results)))
+    print()
+    print("\n".join(quality_table(quality)))
 
 
 if __name__ == "__main__":
