@@ -7,6 +7,7 @@ package, never the other way round. One module per concept:
 reuse      pairing classes, effective operands, exact scores
 ops        operation counts (dense, oracle, hardware)
 attention  attention output, quality metrics, skip baselines
+softmax    the fixed-point softmax and P V, as the hardware computes them
 pe         the PE (a grid of PEs sharing one slot stream)
 matcher    need derivation and the channel matcher
 array      one array pass: beats and drained tiles
