@@ -11,7 +11,7 @@ import numpy as np
 from ..checks import as_int8, check_grid, check_qk, check_scales, check_split, check_thresholds
 from ..encoding import ABSENT, Reuse
 from ..loopnest import group_slices
-from .ops import t1_cost, t2_cost, t3_cost
+from .ops import op_counts, t1_cost, t2_cost, t3_cost
 from .reuse import effective, exact_matmul, follower_classes
 
 __all__ = [
@@ -19,8 +19,10 @@ __all__ = [
     "metrics",
     "softmax_attention",
     "reuse_attention",
-    "skip_products",
     "skip_baselines",
+    "skip_lowest_keys",
+    "skip_reused_keys",
+    "PAPER_SKIP_RATIO",
     "oracle_product_costs",
     "windowed_classify",
     "windowed_effective",
@@ -139,79 +141,90 @@ def oracle_product_costs(Q, K, grid, split, F=5, P=3):
         yield rows, _PRODUCT_COST[rq[rows, None, :], rk[None, :, :]]
 
 
-def skip_products(Q, K, order_key, budget):
-    """Scores with ``budget`` products skipped: those of smallest key, ties
-    broken by flat (i, j, c) order. ``order_key`` yields int64 key chunks."""
-    n, d = Q.shape
-    chunks = list(order_key())
-    top = max(int(key.max()) for _, key in chunks) + 1
-    hist = np.zeros(top, dtype=np.int64)
-    for _, key in chunks:
-        hist += np.bincount(key.ravel(), minlength=top)
-    cum = np.cumsum(hist)
-    t = int(np.searchsorted(cum, budget, side="left"))  # first key value whose cumsum reaches budget
-    below = int(cum[t - 1]) if t > 0 else 0
-    ties_left = budget - below
-    S = exact_matmul(Q, K.T)
-    for rows, key in chunks:
-        prod = Q[rows, None, :].astype(np.int32) * K[None, :, :].astype(np.int32)
-        skip = key < t
-        tie = key == t
-        if ties_left > 0 and tie.any():
-            rank = np.cumsum(tie.ravel()).reshape(tie.shape)
-            take = tie & (rank <= ties_left)
-            ties_left -= int(take.sum())
-            skip |= take
-        S[rows] -= np.where(skip, prod, 0).sum(axis=2)
-    return S
+#: the paper's fig. 9 saving: 85 % of tokens skipped
+PAPER_SKIP_RATIO = 0.85
+
+
+def _attention_without(S, V, scales, dropped):
+    """Float attention of int8 scores with the keys ``dropped`` (bool
+    ``(N, N)``, per query row) given no probability mass."""
+    qs, ks, vs = scales
+    logits = S.astype(np.float64) * (qs * ks / np.sqrt(V.shape[1]))
+    logits[dropped] = -np.inf
+    return softmax_attention(logits, V.astype(np.float64) * vs)
+
+
+def _drop_first(order, count):
+    """bool ``(N, N)``: per row, the first ``count`` keys of ``order``."""
+    dropped = np.zeros(order.shape, dtype=bool)
+    np.put_along_axis(dropped, order[:, :count], True, axis=1)
+    return dropped
+
+
+def skip_lowest_keys(S: np.ndarray, ratio: float) -> np.ndarray:
+    """Top-k sparse attention: per query row, the ``round(ratio * N)`` keys of
+    lowest score (ties: lower key index first) are dropped; bool ``(N, N)``."""
+    n = S.shape[1]
+    order = np.argsort(S, axis=1, kind="stable")
+    return _drop_first(order, min(n - 1, round(ratio * n)))
+
+
+def skip_reused_keys(K, grid, split, F, P, ratio: float) -> np.ndarray:
+    """The reuse's selection criterion, skipping instead of reusing: the
+    ``round(ratio * N)`` key tokens the reuse would reuse most (FULL
+    follower channels count two, PARTIAL one; then the key index) are
+    dropped in every row; bool ``(N, N)``."""
+    cls = follower_classes(K, grid, split, F, P)
+    reused = 2 * (cls == Reuse.FULL).sum(axis=1) + (cls == Reuse.PARTIAL).sum(axis=1)
+    n = K.shape[0]
+    order = np.lexsort((np.arange(n), -reused))
+    return _drop_first(np.broadcast_to(order, (n, n)), min(n - 1, round(ratio * n)))
 
 
 def skip_baselines(Q, K, V, grid, split, F=5, P=3, *, scales) -> dict:
-    """Paper fig. 9: reuse against two skip baselines at the oracle's saved
-    nibble-multiply ratio on ``Q K^T``.
+    """Paper fig. 9: reuse against two token-level skip baselines (spec sec.
+    4), each at the reuse's own saved-op ratio (``"equal"``: the oracle's
+    saved nibble multiplies on ``Q K^T``) and at the paper's 85 %
+    (``"paper"``):
 
-    * ``skip_lowest``: skip the products of lowest magnitude;
-    * ``skip_reused``: skip the products the reuse would reuse (oracle cost
-      0 first, then the cost-1 ones of lowest magnitude);
+    * ``skip_lowest``: per query row, the keys of lowest score get no
+      probability mass (top-k sparse attention, :func:`skip_lowest_keys`);
+    * ``skip_reused``: the key tokens the reuse would reuse are skipped
+      instead (:func:`skip_reused_keys`);
     * ``reuse``: reuse on Q and K (V exact, like the baselines).
 
-    Every product skipped saves its two nibble multiplies; the count skipped
-    equals the oracle's saved nibble multiplies / 2. Returns the saved ratio
-    and, per method, metrics against int8 attention without reuse. Memory is
-    bounded (row chunks); time grows as ``N^2 d``, so use it on small heads.
+    Returns ``ratios`` and, per method (and ratio), metrics of the attention
+    output against int8 attention without reuse, plus the advantage of the
+    reuse (baseline MSE / reuse MSE) against each baseline separately.
     """
     grid, split = check_qk(Q, K, grid, split)
     as_int8("V", V)
+    if V.shape != Q.shape:
+        raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
     F, P = check_thresholds(F, P)
     scales = check_scales(scales)
-    n, d = Q.shape
-    cost_chunks = list(oracle_product_costs(Q, K, grid, split, F, P))
-    oracle = sum(int(c.sum()) for _, c in cost_chunks)
-    dense = 2 * n * n * d
-    budget = (dense - oracle + 1) // 2
-
-    def magnitude():
-        for rows, _ in cost_chunks:
-            yield rows, np.abs(Q[rows, None, :].astype(np.int64) * K[None, :, :])
-
-    def reused_first():  # cost 0 -> key 0; cost 1 -> 1 + |p|; cost 2 -> never reached first
-        for rows, cost in cost_chunks:
-            mag = np.abs(Q[rows, None, :].astype(np.int64) * K[None, :, :])
-            yield rows, np.where(cost == 0, 0, np.where(cost == 1, 1 + mag, (1 << 15) + mag))
-
-    ref = _int8_attention(exact_matmul(Q, K.T), V, scales)
-    outs = {
-        "reuse": _int8_attention(
+    counts = op_counts(Q, K, grid, split, F, P)
+    ratios = {"equal": 1 - counts["oracle"] / counts["dense"], "paper": PAPER_SKIP_RATIO}
+    S = exact_matmul(Q, K.T)
+    ref = _int8_attention(S, V, scales)
+    reuse = metrics(
+        _int8_attention(
             exact_matmul(effective(Q, grid, split, F, P, side="row"), effective(K, grid, split, F, P).T), V, scales
         ),
-        "skip_lowest": _int8_attention(skip_products(Q, K, magnitude, budget), V, scales),
-        "skip_reused": _int8_attention(skip_products(Q, K, reused_first, budget), V, scales),
-    }
-    return {
-        "saved_ratio": 1 - oracle / dense,
-        "skipped_products": budget,
-        **{name: metrics(out, ref) for name, out in outs.items()},
-    }
+        ref,
+    )
+    out: dict = {"ratios": ratios, "reuse": reuse, "skip_lowest": {}, "skip_reused": {}, "advantage": {}}
+    for label, ratio in ratios.items():
+        for name, dropped in (
+            ("skip_lowest", skip_lowest_keys(S, ratio)),
+            ("skip_reused", skip_reused_keys(K, grid, split, F, P, ratio)),
+        ):
+            out[name][label] = metrics(_attention_without(S, V, scales, dropped), ref)
+        out["advantage"][label] = {
+            name: out[name][label]["mse"] / reuse["mse"] if reuse["mse"] else float("inf")
+            for name in ("skip_lowest", "skip_reused")
+        }
+    return out
 
 
 # ---------------------------------------------------------------------------

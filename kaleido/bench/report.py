@@ -87,35 +87,53 @@ def fig9(rep, plt):
     for motion in ("slow", "fast"):
         w = rep.workload(motion, grid=rep.small)
         out = skip_baselines(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales)
-        vals[motion] = {k: out[k]["mse"] for k in ("reuse", "skip_reused", "skip_lowest")}
-        rows.append(
-            {"motion": motion, "saved_ratio": out["saved_ratio"], **{f"mse_{k}": v for k, v in vals[motion].items()}}
-        )
+        for label, ratio in out["ratios"].items():
+            key = f"{motion} {ratio:.0%}"
+            vals[key] = {
+                "reuse": out["reuse"]["mse"],
+                "skip_reused": out["skip_reused"][label]["mse"],
+                "skip_lowest": out["skip_lowest"][label]["mse"],
+            }
+            rows.append(
+                {
+                    "motion": motion,
+                    "saving": label,
+                    "saved_ratio": ratio,
+                    **{f"mse_{k}": v for k, v in vals[key].items()},
+                    "advantage_vs_skip_lowest": out["advantage"][label]["skip_lowest"],
+                    "advantage_vs_skip_reused": out["advantage"][label]["skip_reused"],
+                }
+            )
     _save(rep.out, "fig9_skip_baselines", rows)
     _bars(
         plt,
         rep.out,
         "fig9_skip_baselines",
-        ["slow", "fast"],
+        list(vals),
         ["reuse", "skip_reused", "skip_lowest"],
         vals,
         "attention-output MSE vs int8",
-        f"Fig. 9: equal saved ops ({rows[0]['saved_ratio']:.0%} slow)",
+        "Fig. 9: reuse vs token-level skipping",
         log=True,
     )
-    r = rows
     return [
-        "## Fig. 9: reuse vs skipping at an equal saved-op ratio",
+        "## Fig. 9: reuse vs token-level skipping",
         "",
-        f"Head {rep.small}, (F,P) = (5,3). Both baselines skip the oracle's saved nibble multiplies as whole "
-        "products; MSE of the attention output against int8 attention without reuse.",
+        f"Head {rep.small}, (F,P) = (5,3). Both baselines are token-level (spec sec. 4): skip-lowest drops, per "
+        "query row, the keys of lowest score (top-k sparse attention); skip-reused drops the key tokens the reuse "
+        "would reuse most (FULL follower channels count two, PARTIAL one). Each runs at the reuse's own saved-op "
+        "ratio (the oracle's saved nibble multiplies on `Q K^T`) and at the paper's 85 %; the reuse's MSE is the "
+        "same in both rows. MSE of the attention output against int8 attention without reuse; the advantage is "
+        "the baseline's MSE over the reuse's, against each baseline separately.",
         "",
-        "| motion | saved ops | MSE reuse | MSE skip-reused | MSE skip-lowest | reuse advantage |",
-        "|---|---|---|---|---|---|",
+        "| motion | saved | MSE reuse | MSE skip-lowest | MSE skip-reused | advantage vs skip-lowest | "
+        "advantage vs skip-reused |",
+        "|---|---|---|---|---|---|---|",
         *[
-            f"| {x['motion']} | {x['saved_ratio']:.1%} | {x['mse_reuse']:.3g} | {x['mse_skip_reused']:.3g} | "
-            f"{x['mse_skip_lowest']:.3g} | {min(x['mse_skip_reused'], x['mse_skip_lowest']) / x['mse_reuse']:.1f}x |"
-            for x in r
+            f"| {x['motion']} | {x['saved_ratio']:.1%} | {x['mse_reuse']:.3g} | {x['mse_skip_lowest']:.3g} | "
+            f"{x['mse_skip_reused']:.3g} | {x['advantage_vs_skip_lowest']:.1f}x | "
+            f"{x['advantage_vs_skip_reused']:.1f}x |"
+            for x in rows
         ],
         "",
         "Paper: an order of magnitude lower MSE than both baselines at 85 % saved tokens.",
