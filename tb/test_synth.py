@@ -166,3 +166,26 @@ def test_make_synth_reports_a_failing_design_and_finishes_the_others(tmp_path, m
 def testtool_path_error_names_the_signal():
     err = ToolError("yosys", -9, "x/ecp5.log", ["Running ABC command"], version="Yosys 0.0")
     assert "killed by signal 9" in str(err) and "Running ABC command" in str(err)
+
+
+def test_timing_goals():
+    from kaleido.synth.flow import timing_goals
+
+    fm = {
+        "baseline_pe": 68.2,
+        "kaleido_pe": 60.3,
+        "baseline_array": 57.0,
+        "kaleido_array": 49.3,
+        "detector": 179.7,
+        "scheduler": 38.3,
+        "matcher": 34.4,
+    }
+    goals = {g["goal"]: g for g in timing_goals({"designs": {k: {"fmax_mhz": v} for k, v in fm.items()}})}
+    pe = goals["Kaleido PE Fmax / baseline PE Fmax"]
+    assert pe["measured"] == pytest.approx(60.3 / 68.2) and not pe["met"]
+    assert goals["dispatcher Fmax / Kaleido array Fmax"]["measured"] == pytest.approx(34.4 / 49.3)
+    core = goals["core clock / dense array clock (time speedup / cycle speedup)"]
+    assert core["measured"] == pytest.approx(34.4 / 57.0) and not core["met"]
+    fast = {**fm, "kaleido_pe": 66.0, "scheduler": 60.0, "matcher": 60.0, "kaleido_array": 56.0}
+    assert all(g["met"] for g in timing_goals({"designs": {k: {"fmax_mhz": v} for k, v in fast.items()}}))
+    assert timing_goals({"designs": {"kaleido_pe": {"fmax_mhz": 1.0}}}) == []  # goals without their designs
