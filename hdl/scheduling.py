@@ -154,106 +154,91 @@ class SchedulingStage(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        B, N = cfg.batch, self._n_tokens
-        n_batches = len(self._batches)
-        token_width = max(1, (N - 1).bit_length())
-        lane = sorted_unit_layout(B, N)
-        max_units, max_groups, window = self._max_units, self.max_groups, cfg.window("row")
+        n = _Shared(cfg, self._batches, self._n_tokens, self._max_units, self.max_groups)
+        self._memories(m, n)
+        self._unit_walk(m, n)
+        self._detected_units(m, n)
+        self._sort(m, n)
+        self._sorted_reads(m, n)
+        self._sequence(m, n)
+        return m
 
-        # ---- elaboration-time tables: the loop nest's units per group --------
-        group_offset = {}
-        rom_init = []
-        for t in self._batches:
-            if t.group not in group_offset:
-                group_offset[t.group] = len(rom_init)
-                rom_init += [
-                    a | (max(f, 0) << token_width) | (int(f >= 0) << (2 * token_width)) for a, f in t.units.tolist()
-                ]
-        batch_offset = Array(Const(group_offset[t.group], range(len(rom_init) + 1)) for t in self._batches)
-        batch_units = Array(Const(len(t.units), range(max_units + 1)) for t in self._batches)
-        batch_count = Array(Const(t.count, range(B + 1)) for t in self._batches)
+    def _memories(self, m: Module, n: _Shared) -> None:
+        """The unit ROM, the unit and sorted memories, the detectors and the
+        schedulers (restarted with every head) as submodules."""
+        m.submodules.unit_rom = n.unit_rom
+        m.submodules.row_units, m.submodules.col_units = n.row_units, n.col_units
+        m.submodules.sorted_rows, m.submodules.sorted_cols = n.sorted_rows, n.sorted_cols
+        m.submodules.detect_q, m.submodules.detect_k = n.detect_q, n.detect_k
+        m.submodules.schedule_rows = ResetInserter(self.restart)(n.schedule_rows)
+        m.submodules.schedule_cols = ResetInserter(self.restart)(n.schedule_cols)
 
-        m.submodules.unit_rom = unit_rom = Memory(shape=2 * token_width + 1, depth=len(rom_init), init=rom_init)
-        unit_width = 18 * B  # anchor values, effective values, tags of one unit in anchor order
-        m.submodules.row_units = row_units = Memory(shape=unit_width, depth=max_units, init=[])
-        m.submodules.col_units = col_units = Memory(shape=unit_width, depth=max_units, init=[])
-        m.submodules.sorted_rows = sorted_rows = Memory(shape=lane.size * 4, depth=2 * max_groups, init=[])
-        m.submodules.sorted_cols = sorted_cols = Memory(shape=lane.size * 4, depth=2 * max_groups, init=[])
-        m.submodules.detect_q = detect_q = ReuseDetector(cfg)
-        m.submodules.detect_k = detect_k = ReuseDetector(cfg)
-        schedule_rows, schedule_cols = Scheduler(cfg), Scheduler(cfg)
-        m.submodules.schedule_rows = ResetInserter(self.restart)(schedule_rows)
-        m.submodules.schedule_cols = ResetInserter(self.restart)(schedule_cols)
-
-        scheduling_batch = Signal(range(n_batches))
-        active = Signal()  # walking (or finishing) scheduling_batch
-        n_units = batch_units[scheduling_batch]
-
-        # ---- unit walk -> detectors --------------------------------------------
-        walk_unit = Signal(range(max_units + 1))
-        detected_unit = Signal(range(max_units + 1))
-        walk_rom = unit_rom.read_port(domain="comb")
-        m.d.comb += walk_rom.addr.eq(batch_offset[scheduling_batch] + walk_unit)
-        anchor = walk_rom.data[:token_width]
-        follower = walk_rom.data[token_width : 2 * token_width]
-        paired = walk_rom.data[2 * token_width]
-        walk = self.run & active & (walk_unit < n_units)
-        for detector, read in ((detect_q, self.q), (detect_k, self.k)):
+    def _unit_walk(self, m: Module, n: _Shared) -> None:
+        """One unit of the scheduling batch per cycle: its tokens' values
+        from the Q and K memories into the two detectors."""
+        walk_rom = n.unit_rom.read_port(domain="comb")
+        m.d.comb += walk_rom.addr.eq(n.batch_offset[n.batch] + n.walk_unit)
+        tw = n.token_width
+        anchor, follower, paired = walk_rom.data[:tw], walk_rom.data[tw : 2 * tw], walk_rom.data[2 * tw]
+        walk = self.run & n.active & (n.walk_unit < n.n_units)
+        for detector, read in ((n.detect_q, self.q), (n.detect_k, self.k)):
             m.d.comb += [
-                read.batch.eq(scheduling_batch),
+                read.batch.eq(n.batch),
                 read.anchor.eq(anchor),
                 read.follower.eq(follower),
                 detector.i.valid.eq(walk),
                 detector.i.payload.anchor.eq(read.anchor_values),
                 detector.i.payload.follower.eq(read.follower_values),
-                detector.i.payload.count.eq(batch_count[scheduling_batch]),
+                detector.i.payload.count.eq(n.batch_count[n.batch]),
                 detector.i.payload.absent.eq(~paired),
             ]
-        with m.If(walk & detect_q.i.ready):
-            m.d.sync += walk_unit.eq(walk_unit + 1)
+        with m.If(walk & n.detect_q.i.ready):
+            m.d.sync += n.walk_unit.eq(n.walk_unit + 1)
 
-        # ---- detectors -> schedulers (in lockstep) and unit memories -----------
-        both_ready = schedule_rows.i.ready & schedule_cols.i.ready
-        last_unit = detected_unit + 1 == n_units
+    def _detected_units(self, m: Module, n: _Shared) -> None:
+        """Detectors -> the two schedulers (in lockstep) and the unit
+        memories (anchor order)."""
+        rows, cols, dq, dk = n.schedule_rows, n.schedule_cols, n.detect_q, n.detect_k
+        both_ready = rows.i.ready & cols.i.ready
+        last_unit = n.detected_unit + 1 == n.n_units
         m.d.comb += [
-            schedule_rows.i.valid.eq(detect_q.o.valid & schedule_cols.i.ready),
-            schedule_cols.i.valid.eq(detect_k.o.valid & schedule_rows.i.ready),
-            schedule_rows.i.payload.string.eq(detect_q.o.payload.string),
-            schedule_cols.i.payload.string.eq(detect_k.o.payload.string),
-            schedule_rows.i.payload.last.eq(last_unit),
-            schedule_cols.i.payload.last.eq(last_unit),
-            detect_q.o.ready.eq(both_ready),
-            detect_k.o.ready.eq(both_ready),
+            rows.i.valid.eq(dq.o.valid & cols.i.ready),
+            cols.i.valid.eq(dk.o.valid & rows.i.ready),
+            rows.i.payload.string.eq(dq.o.payload.string),
+            cols.i.payload.string.eq(dk.o.payload.string),
+            rows.i.payload.last.eq(last_unit),
+            cols.i.payload.last.eq(last_unit),
+            dq.o.ready.eq(both_ready),
+            dk.o.ready.eq(both_ready),
         ]
-        detected = detect_q.o.valid & both_ready
-        for detector, units, effective in ((detect_q, row_units, "row_eff"), (detect_k, col_units, "col_eff")):
+        detected = dq.o.valid & both_ready
+        for detector, units, effective in ((dq, n.row_units, "row_eff"), (dk, n.col_units, "col_eff")):
             unit_write = units.write_port()
             out = detector.o.payload
             m.d.comb += [
-                unit_write.addr.eq(detected_unit),
+                unit_write.addr.eq(n.detected_unit),
                 unit_write.en.eq(detected),
                 unit_write.data.eq(Cat(out.anchor.as_value(), getattr(out, effective).as_value(), out.cls.as_value())),
             ]
         with m.If(detected):
-            m.d.sync += detected_unit.eq(detected_unit + 1)
+            m.d.sync += n.detected_unit.eq(n.detected_unit + 1)
 
-        # ---- schedulers -> sorted memories, in pass order ----------------------
-        bank_base = Mux(scheduling_batch[0], max_groups, 0)
-        clear = [walk_unit.eq(0), detected_unit.eq(0)]
-        complete = []
+    def _sort(self, m: Module, n: _Shared) -> None:
+        """Schedulers -> sorted memories, in pass order, bank ``batch % 2``."""
+        bank_base = Mux(n.batch[0], n.max_groups, 0)
         for scheduler, units, sorted_memory, side in (
-            (schedule_rows, row_units, sorted_rows, "row"),
-            (schedule_cols, col_units, sorted_cols, "col"),
+            (n.schedule_rows, n.row_units, n.sorted_rows, "row"),
+            (n.schedule_cols, n.col_units, n.sorted_cols, "col"),
         ):
-            position = Signal(range(max_units + 1), name=f"{side}_position")  # pass-order units written
-            window_base = Signal(range(max_units + window), name=f"{side}_window_base")
-            unit = Signal(range(max_units + window), name=f"{side}_unit")
+            position = Signal(range(n.max_units + 1), name=f"{side}_position")  # pass-order units written
+            window_base = Signal(range(n.max_units + n.window), name=f"{side}_window_base")
+            unit = Signal(range(n.max_units + n.window), name=f"{side}_unit")
             m.d.comb += [scheduler.o.ready.eq(1), unit.eq(window_base + scheduler.o.payload.index)]
-            unit_read, rom_read = units.read_port(domain="comb"), unit_rom.read_port(domain="comb")
-            m.d.comb += [unit_read.addr.eq(unit), rom_read.addr.eq(batch_offset[scheduling_batch] + unit)]
-            sorted_unit = Signal(lane, name=f"{side}_sorted_unit")
+            unit_read, rom_read = units.read_port(domain="comb"), n.unit_rom.read_port(domain="comb")
+            m.d.comb += [unit_read.addr.eq(unit), rom_read.addr.eq(n.batch_offset[n.batch] + unit)]
+            sorted_unit = Signal(n.lane, name=f"{side}_sorted_unit")
             m.d.comb += sorted_unit.as_value().eq(Cat(unit_read.data, rom_read.data))
-            sorted_write = sorted_memory.write_port(granularity=lane.size)
+            sorted_write = sorted_memory.write_port(granularity=n.lane.size)
             m.d.comb += [
                 sorted_write.addr.eq(bank_base + (position >> 2)),
                 sorted_write.data.eq(Cat(*[sorted_unit.as_value()] * UNITS_PER_WORD)),
@@ -262,33 +247,68 @@ class SchedulingStage(wiring.Component):
                 m.d.comb += sorted_write.en.eq(1 << position[:2])
                 m.d.sync += position.eq(position + 1)
                 with m.If(scheduler.o.payload.last):
-                    m.d.sync += window_base.eq(window_base + window)
-            clear += [position.eq(0), window_base.eq(0)]
-            complete.append(position == n_units)
+                    m.d.sync += window_base.eq(window_base + n.window)
+            n.clear += [position.eq(0), window_base.eq(0)]
+            n.complete.append(position == n.n_units)
 
-        # ---- reads for the pass former -----------------------------------------
-        for sorted_memory, read in ((sorted_rows, self.sorted_rows), (sorted_cols, self.sorted_cols)):
+    def _sorted_reads(self, m: Module, n: _Shared) -> None:
+        """The pass former's reads of the sorted memories."""
+        for sorted_memory, read in ((n.sorted_rows, self.sorted_rows), (n.sorted_cols, self.sorted_cols)):
             port = sorted_memory.read_port(domain="comb")
             m.d.comb += [
-                port.addr.eq(Mux(read.bank, max_groups, 0) + read.group),
+                port.addr.eq(Mux(read.bank, n.max_groups, 0) + read.group),
                 read.units.as_value().eq(port.data),
             ]
 
-        # ---- batch sequencing --------------------------------------------------
+    def _sequence(self, m: Module, n: _Shared) -> None:
+        """Batch sequencing: a batch done moves to the next, which starts
+        once its bank is free (the passes of the batch before it all taken)."""
+        n_batches = len(self._batches)
         with m.If(self.restart):
-            m.d.sync += [scheduling_batch.eq(0), active.eq(1), self.scheduled.eq(0)] + clear
+            m.d.sync += [n.batch.eq(0), n.active.eq(1), self.scheduled.eq(0)] + n.clear
         with m.Elif(self.run):
-            # batch done -> the next one, once its bank is free (the passes of
-            # the batch before it all taken)
-            with m.If(active & complete[0] & complete[1]):
-                m.d.sync += [active.eq(0), self.scheduled.eq(self.scheduled + 1)] + clear
-                with m.If(scheduling_batch != n_batches - 1):
-                    m.d.sync += scheduling_batch.eq(scheduling_batch + 1)
+            with m.If(n.active & n.complete[0] & n.complete[1]):
+                m.d.sync += [n.active.eq(0), self.scheduled.eq(self.scheduled + 1)] + n.clear
+                with m.If(n.batch != n_batches - 1):
+                    m.d.sync += n.batch.eq(n.batch + 1)
             with m.If(
-                ~active
-                & (self.scheduled == scheduling_batch)
-                & (self.scheduled != n_batches)
-                & (self.issued + 1 >= scheduling_batch)
+                ~n.active & (self.scheduled == n.batch) & (self.scheduled != n_batches) & (self.issued + 1 >= n.batch)
             ):
-                m.d.sync += active.eq(1)
-        return m
+                m.d.sync += n.active.eq(1)
+
+
+class _Shared:
+    """What the parts of :meth:`SchedulingStage.elaborate` share: the
+    elaboration-time tables of the loop nest's units, the memories and
+    blocks (built per elaboration), and the batch-walk state."""
+
+    def __init__(self, config: KaleidoConfig, batch_table: list, n_tokens: int, max_units: int, max_groups: int):
+        B = config.batch
+        self.max_units, self.max_groups, self.window = max_units, max_groups, config.window("row")
+        self.token_width = tw = max(1, (n_tokens - 1).bit_length())
+        self.lane = sorted_unit_layout(B, n_tokens)
+        group_offset: dict[int, int] = {}
+        rom_init: list[int] = []
+        for t in batch_table:
+            if t.group not in group_offset:
+                group_offset[t.group] = len(rom_init)
+                rom_init += [a | (max(f, 0) << tw) | (int(f >= 0) << (2 * tw)) for a, f in t.units.tolist()]
+        self.unit_rom = Memory(shape=2 * tw + 1, depth=len(rom_init), init=rom_init)
+        self.batch_offset = Array(Const(group_offset[t.group], range(len(rom_init) + 1)) for t in batch_table)
+        self.batch_units = Array(Const(len(t.units), range(max_units + 1)) for t in batch_table)
+        self.batch_count = Array(Const(t.count, range(B + 1)) for t in batch_table)
+        #: the batch being scheduled, and whether its units are still walking or finishing
+        self.batch = Signal(range(len(batch_table)), name="scheduling_batch")
+        self.active = Signal(name="active")
+        self.n_units = self.batch_units[self.batch]
+        self.walk_unit = Signal(range(max_units + 1), name="walk_unit")
+        self.detected_unit = Signal(range(max_units + 1), name="detected_unit")
+        self.clear = [self.walk_unit.eq(0), self.detected_unit.eq(0)]
+        self.complete: list = []
+        unit_width = 18 * B  # anchor values, effective values, tags of one unit in anchor order
+        self.row_units = Memory(shape=unit_width, depth=max_units, init=[])
+        self.col_units = Memory(shape=unit_width, depth=max_units, init=[])
+        self.sorted_rows = Memory(shape=self.lane.size * UNITS_PER_WORD, depth=2 * max_groups, init=[])
+        self.sorted_cols = Memory(shape=self.lane.size * UNITS_PER_WORD, depth=2 * max_groups, init=[])
+        self.detect_q, self.detect_k = ReuseDetector(config), ReuseDetector(config)
+        self.schedule_rows, self.schedule_cols = Scheduler(config), Scheduler(config)
