@@ -14,7 +14,17 @@ from ..checks import check_qk, check_thresholds
 from ..encoding import ABSENT, Reuse
 from .reuse import classes
 
-__all__ = ["COSTS", "cost_table", "op_counts", "t1_cost", "t2_cost", "t3_cost", "class_histograms"]
+__all__ = [
+    "COSTS",
+    "cost_table",
+    "op_counts",
+    "t1_cost",
+    "t2_cost",
+    "t3_cost",
+    "class_histograms",
+    "PV_RULES",
+    "pv_op_counts",
+]
 
 _F, _P, _N = Reuse.FULL, Reuse.PARTIAL, Reuse.NONE
 
@@ -81,3 +91,41 @@ def op_counts(Q, K, grid, split, F=5, P=3) -> dict:
     hq = class_histograms(Q, grid, split, F, P)
     hk = class_histograms(K, grid, split, F, P)
     return {kind: int(np.einsum("cq,ck,qk->", hq, hk, table)) for kind, table in COSTS.items()}
+
+
+#: Candidate V-reuse rules for P V (issue 12): nibble multiplies per query
+#: row of one anchor/follower token pair at one channel, by the follower's
+#: class (NONE, PARTIAL, FULL), and of one unpaired token (ABSENT). V's reuse
+#: runs along the contraction (tokens): a FULL follower turns ``p a + p' f``
+#: into ``(p + p') a`` (a pre-add, one 8x8 multiply: 2 nibble multiplies);
+#: a PARTIAL one shares the high nibble, ``(p + p') hi(a) + p lo(a) + p'
+#: lo(f)`` (3). ``dense`` reuses nothing; ``full_only`` takes FULL pairs
+#: only; ``full_partial`` both (it is also the oracle along the fixed
+#: directions at nibble granularity).
+PV_RULES = {
+    "dense": {Reuse.NONE: 4, Reuse.PARTIAL: 4, Reuse.FULL: 4, ABSENT: 2},
+    "full_only": {Reuse.NONE: 4, Reuse.PARTIAL: 4, Reuse.FULL: 2, ABSENT: 2},
+    "full_partial": {Reuse.NONE: 4, Reuse.PARTIAL: 3, Reuse.FULL: 2, ABSENT: 2},
+}
+
+
+def pv_op_counts(V, grid, split, F=5, P=3, n_queries: int | None = None) -> dict:
+    """Nibble-multiply counts of ``P V`` with reuse on V (column side, the
+    channel groups and directions of Q and K), per :data:`PV_RULES`:
+    ``n_queries`` (default ``N``) query rows, each over every token pair and
+    unpaired token of every channel. P has no reuse, so every row costs the
+    same. Plain Python ints."""
+    from ..checks import as_int8, check_grid, check_split, is_int
+
+    as_int8("V", V)
+    grid = check_grid(grid, V.shape[0])
+    split = check_split(split, V.shape[1])
+    F, P = check_thresholds(F, P)
+    n_queries = V.shape[0] if n_queries is None else n_queries
+    if not is_int(n_queries) or n_queries < 1:
+        raise ValueError(f"n_queries must be a positive integer, not {n_queries!r}")
+    hist = class_histograms(V, grid, split, F, P).sum(axis=0)  # pairs per class, unpaired tokens
+    return {
+        rule: int(n_queries) * sum(int(hist[c]) * cost[c] for c in (Reuse.NONE, Reuse.PARTIAL, Reuse.FULL, ABSENT))
+        for rule, cost in PV_RULES.items()
+    }

@@ -116,3 +116,51 @@ def test_cost_tables_match_phase_table():
 @pytest.mark.parametrize("kind", ["dense", "oracle", "hw3", "hw4"])
 def test_costs_bounded_by_dense(kind):
     assert (COSTS[kind] <= COSTS["dense"]).all() and (COSTS[kind] >= 2).all()
+
+
+def test_pv_op_counts_against_a_per_element_enumeration(seed):
+    """P V with reuse on V: the counts equal an independent walk over every
+    channel and token pair (classified one value at a time), for every rule."""
+    from kaleido.encoding import Reuse
+    from kaleido.golden.ops import PV_RULES, pv_op_counts
+    from kaleido.golden.reuse import lead_eq
+    from kaleido.golden.workloads import random_workload
+    from kaleido.loopnest import group_slices, pairs
+
+    w = random_workload((3, 3, 5), (2, 3, 2), seed % 1000)
+    for F, P in ((5, 3), (3, 1), (9, 9)):
+        expected = dict.fromkeys(PV_RULES, 0)
+        for sl, axis in group_slices(w.split):
+            anchors, followers, unpaired = pairs(w.grid, axis)
+            for c in range(sl.start, sl.stop):
+                for a, f in zip(anchors, followers, strict=True):
+                    eq = int(lead_eq(w.v[a : a + 1, c], w.v[f : f + 1, c])[0])
+                    cls = Reuse.FULL if eq >= F else Reuse.PARTIAL if eq >= P else Reuse.NONE
+                    for rule, cost in PV_RULES.items():
+                        expected[rule] += w.n * cost[cls]
+                for rule, cost in PV_RULES.items():
+                    expected[rule] += w.n * len(unpaired) * cost[3]
+        assert pv_op_counts(w.v, w.grid, w.split, F, P) == expected
+        assert expected["dense"] == 2 * w.n * w.n * w.d  # two nibble multiplies per product
+        assert expected["dense"] >= expected["full_only"] >= expected["full_partial"]
+
+
+def test_pv_rules_table():
+    """Exhaustively, per class: the pre-add makes a FULL pair one 8x8 product
+    (2 nibble multiplies), the shared high nibble a PARTIAL pair 3."""
+    from kaleido.encoding import ABSENT, Reuse
+    from kaleido.golden.ops import PV_RULES
+
+    assert PV_RULES["full_partial"] == {Reuse.NONE: 4, Reuse.PARTIAL: 3, Reuse.FULL: 2, ABSENT: 2}
+    assert all(PV_RULES["dense"][c] == (2 if c == ABSENT else 4) for c in (*Reuse, ABSENT))
+    assert PV_RULES["full_only"][Reuse.PARTIAL] == 4
+
+
+def test_pv_op_counts_bad_input():
+    from kaleido.golden.ops import pv_op_counts
+
+    V = np.zeros((8, 3), np.int8)
+    with pytest.raises(ValueError, match="n_queries must be a positive integer, not 0"):
+        pv_op_counts(V, (2, 2, 2), (1, 1, 1), n_queries=0)
+    with pytest.raises(TypeError, match="V must have dtype int8"):
+        pv_op_counts(V.astype(np.int16), (2, 2, 2), (1, 1, 1))

@@ -108,6 +108,36 @@ def quality_table(results: list[dict]) -> list[str]:
     return lines
 
 
+def pv_rows(grid=(4, 16, 16), seed=0) -> list[dict]:
+    """The V-reuse candidates' saved nibble multiplies on ``P V`` per motion
+    and thresholds (:func:`kaleido.golden.ops.pv_op_counts`)."""
+    from ..golden.ops import pv_op_counts
+
+    out = []
+    for motion in ("slow", "fast"):
+        w = synthetic_video("hunyuan", grid, motion, seed)
+        for F, P in THRESHOLDS[:-1]:
+            counts = pv_op_counts(w.v, w.grid, w.split, F, P)
+            out.append(
+                {
+                    "motion": motion,
+                    "F": F,
+                    "P": P,
+                    **{f"saved_{k}": 1 - v / counts["dense"] for k, v in counts.items() if k != "dense"},
+                }
+            )
+    return out
+
+
+def pv_table(results: list[dict]) -> list[str]:
+    lines = ["| motion | (F,P) | saved, FULL only | saved, FULL + PARTIAL |", "|---|---|---|---|"]
+    lines += [
+        f"| {r['motion']} | ({r['F']},{r['P']}) | {r['saved_full_only']:.1%} | {r['saved_full_partial']:.1%} |"
+        for r in results
+    ]
+    return lines
+
+
 def table(results: list[dict]) -> list[str]:
     lines = [
         "| workload | P bits | P PSNR (dB) | worst row (dB) | P cosine | O PSNR (dB) | O cosine |",
@@ -128,11 +158,12 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     results = rows(seed=args.seed)
     quality = quality_rows(seed=args.seed)
+    pv = pv_rows(seed=args.seed)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"softmax_error": results, "attention_quality": quality}, f, indent=2)
+        json.dump({"softmax_error": results, "attention_quality": quality, "pv_ops": pv}, f, indent=2)
     base = os.path.splitext(args.out)[0]
-    for suffix, data in (("", results), ("_quality", quality)):
+    for suffix, data in (("", results), ("_quality", quality), ("_pv_ops", pv)):
         fields = sorted({k for r in data for k in r}, key=lambda k: list(data[0]).index(k) if k in data[0] else 99)
         with open(f"{base}{suffix}.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=fields)
@@ -141,6 +172,8 @@ def main(argv=None) -> None:
     print("\n".join(table(results)))
     print()
     print("\n".join(quality_table(quality)))
+    print()
+    print("\n".join(pv_table(pv)))
 
 
 if __name__ == "__main__":
