@@ -143,7 +143,10 @@ class CocotbBackend:
 class StreamSource:
     """Drives ``words`` into the stream ``name`` (``valid``, ``payload``,
     ``ready``), dropping ``valid`` on stalled cycles; ``accepted`` holds the
-    counted cycle of each transfer."""
+    counted cycle of each transfer. A stall may withdraw ``valid`` from a
+    word not yet taken (the testbenches always did; every block accepts it):
+    a stricter, hold-until-ready source is for the stream-rule proofs of
+    issue 19."""
 
     def __init__(self, name: str, words: Sequence[int], *, stall: str = "none", seed: int = 0):
         self.name, self.words = name, list(words)
@@ -178,15 +181,12 @@ class StreamSink:
     cycles; ``words`` are the payloads in order, ``cycles`` the counted
     cycle of each."""
 
-    def __init__(self, name: str, *, stall: str = "none", seed: int = 0, fields: Sequence[str] = ()):
+    def __init__(self, name: str, *, stall: str = "none", seed: int = 0):
         self.name = name
         self._stall = stall_pattern(stall, seed)
         self._ready = False
-        self._fields = tuple(fields)
         self.words: list[int] = []
         self.cycles: list[int] = []
-        #: per transfer, the values of ``fields`` (ports below the payload)
-        self.field_values: list[dict[str, int]] = []
 
     def drive(self, be: Backend) -> None:
         self._ready = not next(self._stall)
@@ -196,8 +196,6 @@ class StreamSink:
         if self._ready and be.get(f"{self.name}.valid"):
             self.words.append(be.get(f"{self.name}.payload"))
             self.cycles.append(cycle)
-            if self._fields:
-                self.field_values.append({f: be.get(f"{self.name}.payload.{f}") for f in self._fields})
             return True
         return False
 
