@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak synth bench tables report clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal synth bench tables report clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -18,6 +18,7 @@ help:
 	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes a waveform (FST; VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
+	@echo "make formal     SymbiYosys proofs (z3): the stream rule on the dispatcher blocks' outputs, by k-induction"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error) -> build/bench/*.json, *.csv"
@@ -55,6 +56,9 @@ rtl: $(STAMP)
 SOAK_CYCLES ?= 1000000
 soak: $(STAMP)
 	KALEIDO_SOAK_CYCLES=$(SOAK_CYCLES) $(PY) -m pytest -s -m soak tb
+
+formal: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -m formal tb
 
 synth: $(STAMP)
 	$(PY) -m kaleido.synth.flow

@@ -46,6 +46,7 @@ def test_the_lock_pins_every_tool():
         "mypy",
         "tqdm",
         "pip",
+        "z3-solver",
     ):
         assert tool in pins, f"{LOCK.name} does not pin {tool}"
 
