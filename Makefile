@@ -18,7 +18,7 @@ help:
 	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes a waveform (FST; VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
-	@echo "make formal     SymbiYosys proofs (z3): the stream rule on the dispatcher blocks' outputs, by k-induction"
+	@echo "make formal     SymbiYosys proofs (z3): stream rule on the dispatcher blocks' outputs, PE products for all int8"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error) -> build/bench/*.json, *.csv"

@@ -5,7 +5,8 @@ by k-induction (``mode prove``) or bounded (``mode bmc``).
 The first properties (issue 19): every stream output of the dispatcher's
 blocks keeps to the stream rule, whatever its inputs do: once ``valid`` is
 high without ``ready``, the next cycle ``valid`` is still high and the
-payload has not changed.
+payload has not changed; and the PE's multipliers, shift and sum give the
+exact products of a FULL8 and of a DUAL_LO slot for every int8 operand.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from amaranth import Module, Signal, Value
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, ResetSignal
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In
 
 from kaleido.config import KaleidoConfig
 
-__all__ = ["StreamHolds", "Proof", "PROOFS", "run_sby"]
+__all__ = ["StreamHolds", "PEArithmetic", "Proof", "PROOFS", "run_sby"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -65,6 +67,51 @@ class StreamHolds(wiring.Component):
         return m
 
 
+class PEArithmetic(wiring.Component):
+    """The PE from reset, one slot that ends its phase, for every int8
+    operand value (SMT): a FULL8 slot in T0 drains ``r0 * k``; a DUAL_LO slot
+    in T1 whose two column followers are PARTIAL drains the two channels'
+    low-nibble products, ``r0 * lo(k) + r1 * hi(k)`` (``k`` carries the two
+    channels' low nibbles). Inputs other than the operands are pinned."""
+
+    def __init__(self, dual: bool):
+        from kaleido.hdl.layouts import COL, ROW
+
+        self._dual = dual
+        super().__init__({"row": In(ROW), "col": In(COL)})
+
+    def elaborate(self, platform: Any) -> Module:
+        from amaranth import signed
+
+        from kaleido.hdl.encoding import Phase, SlotKind, Tag
+        from kaleido.hdl.pe import KaleidoPE
+
+        m = Module()
+        m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
+        first = Signal(init=1)
+        m.d.sync += first.eq(0)
+        m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
+        with m.If(first):
+            m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1)]
+            if self._dual:
+                m.d.comb += [pe.ctl_in.kind.eq(SlotKind.DUAL_LO), pe.ctl_in.phase.eq(Phase.T1)]
+                m.d.comb += [Assume(self.col.k0 == Tag.PARTIAL), Assume(self.col.k1 == Tag.PARTIAL)]
+            else:
+                m.d.comb += [pe.ctl_in.kind.eq(SlotKind.FULL8), pe.ctl_in.phase.eq(Phase.T0)]
+        r0, r1 = Signal(signed(8)), Signal(signed(8))
+        k = Signal(8)
+        m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k)]
+        expected = Signal(signed(20))
+        if self._dual:
+            m.d.comb += expected.eq(r0 * k[:4] + r1 * k[4:])
+        else:
+            m.d.comb += expected.eq(r0 * k.as_signed())
+        with m.If(~first):
+            m.d.comb += Assert(pe.tile.valid)
+            m.d.comb += Assert(pe.tile.value == expected)
+        return m
+
+
 @dataclasses.dataclass(frozen=True)
 class Proof:
     """One formal check: a wrapper factory, the mode and the depth."""
@@ -89,6 +136,8 @@ PROOFS = {
     "detector_stream": Proof("detector_stream", _stream_holds("detector", ("o",))),
     "matcher_stream": Proof("matcher_stream", _stream_holds("matcher", ("o",))),
     "scheduler_stream": Proof("scheduler_stream", _stream_holds("scheduler", ("o",))),
+    "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=2),
+    "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=2),
 }
 
 
