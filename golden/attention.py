@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..checks import as_int8, check_grid, check_qk, check_scales, check_split, check_thresholds
+from ..checks import as_int8, check_grid, check_qk, check_qkv, check_scales, check_split, check_thresholds
 from ..encoding import ABSENT, Reuse
 from ..loopnest import group_slices
 from .ops import op_counts, t1_cost, t2_cost, t3_cost
@@ -85,10 +85,7 @@ def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None) -
     ``reference`` optionally gives the float ``(Q, K, V)`` before
     quantisation for the float reference.
     """
-    grid, split = check_qk(Q, K, grid, split)
-    as_int8("V", V)
-    if V.shape != Q.shape:
-        raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
+    grid, split = check_qkv(Q, K, V, grid, split)
     F, P = check_thresholds(F, P)
     scales = check_scales(scales)
     Qe = effective(Q, grid, split, F, P, side="row")
@@ -197,10 +194,7 @@ def skip_baselines(Q, K, V, grid, split, F=5, P=3, *, scales) -> dict:
     output against int8 attention without reuse, plus the advantage of the
     reuse (baseline MSE / reuse MSE) against each baseline separately.
     """
-    grid, split = check_qk(Q, K, grid, split)
-    as_int8("V", V)
-    if V.shape != Q.shape:
-        raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
+    grid, split = check_qkv(Q, K, V, grid, split)
     F, P = check_thresholds(F, P)
     scales = check_scales(scales)
     counts = op_counts(Q, K, grid, split, F, P)

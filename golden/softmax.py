@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ..checks import as_int8, check_qk, check_scales, check_thresholds
+from ..checks import as_int8, check_qkv, check_scales, check_thresholds
 from ..config import SoftmaxFormat
 from .attention import metrics, softmax_attention
 from .reuse import effective, exact_matmul, reuse_scores
@@ -136,10 +136,7 @@ def fixed_reuse_attention(
     float Q, K, V before quantisation), against float attention
     (``vs_float``)."""
     fmt = fmt or SoftmaxFormat()
-    grid, split = check_qk(Q, K, grid, split)
-    as_int8("V", V)
-    if V.shape != Q.shape:
-        raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
+    grid, split = check_qkv(Q, K, V, grid, split)
     F, P = check_thresholds(F, P)
     qs, ks, vs = check_scales(scales)
     logit_scale = qs * ks / math.sqrt(Q.shape[1])

@@ -15,6 +15,7 @@ __all__ = [
     "check_side",
     "as_int8",
     "check_qk",
+    "check_qkv",
     "check_scales",
 ]
 
@@ -98,6 +99,15 @@ def check_qk(Q, K, grid, split):
         raise ValueError(f"Q and K must have the same shape, not {Q.shape!r} and {K.shape!r}")
     n, d = Q.shape
     return check_grid(grid, n), check_split(split, d)
+
+
+def check_qkv(Q, K, V, grid, split):
+    """Validate the (Q, K, V) of one head; return (grid, split)."""
+    grid, split = check_qk(Q, K, grid, split)
+    as_int8("V", V)
+    if V.shape != Q.shape:
+        raise ValueError(f"V must have the shape of Q, {Q.shape!r}, not {V.shape!r}")
+    return grid, split
 
 
 def check_scales(scales) -> tuple[float, float, float]:
