@@ -13,6 +13,7 @@ import numpy as np
 
 from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, lfsr_steps, pivot_bits
 from ..encoding import ABSENT, Reuse
+from ..loopnest import chunks
 
 __all__ = [
     "reuse_strings",
@@ -138,8 +139,8 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
     window by window)."""
     strings = np.asarray(strings, dtype=np.uint64).ravel()
     order, state = [], seed
-    for w0 in range(0, len(strings), window):
-        sch = schedule(strings[w0 : w0 + window], seed=state, window=window)
+    for win in chunks(len(strings), window):
+        sch = schedule(strings[win], seed=state, window=window)
         state = sch.state
-        order += [w0 + p for c in sch.clusters for p in c]
+        order += [win.start + p for c in sch.clusters for p in c]
     return np.array(order, dtype=np.int64), state

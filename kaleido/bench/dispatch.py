@@ -18,9 +18,10 @@ import os
 import numpy as np
 
 from kaleido.config import LFSR_SEED
+from kaleido.golden.loopnest import unit_order
 from kaleido.golden.reuse import follower_classes
-from kaleido.golden.scheduler import hamming, reuse_strings, schedule_order
-from kaleido.loopnest import group_slices, unit_tags, units
+from kaleido.golden.scheduler import hamming, reuse_strings
+from kaleido.loopnest import batches, unit_tags
 
 from .. import KaleidoConfig
 from ..golden.workloads import synthetic_video
@@ -37,18 +38,15 @@ def _intra(strings, order, size=4):
 
 def tightening(w, cfg):
     out = {}
-    for side, Z in (("q", w.q), ("k", w.k)):
+    for side, name, Z in (("q", "row", w.q), ("k", "column", w.k)):
         cls = follower_classes(Z, w.grid, w.split, cfg.F, cfg.P)
         queue, sched, state = [], [], LFSR_SEED
-        for sl, axis in group_slices(w.split):
-            u = units(w.grid, axis)
-            for c0 in range(sl.start, sl.stop, cfg.batch):
-                ch = np.arange(c0, min(c0 + cfg.batch, sl.stop))
-                tags = unit_tags(u, cls, ch)
-                strings = [int(s) for s in reuse_strings(tags, cfg.batch)]
-                order, state = schedule_order(strings, window=16 * cfg.array_rows, seed=state)
-                queue.append(_intra(strings, list(range(len(strings)))))
-                sched.append(_intra(strings, list(order)))
+        for batch in batches(cfg, w.grid, w.split):
+            tags = unit_tags(batch.units, cls, batch.channels)
+            strings = [int(s) for s in reuse_strings(tags, cfg.batch)]
+            order, state = unit_order(tags, cfg, name, state)
+            queue.append(_intra(strings, list(range(len(strings)))))
+            sched.append(_intra(strings, list(order)))
         out[side] = {"queue_order": float(np.mean(queue)), "scheduled": float(np.mean(sched))}
     return out
 
