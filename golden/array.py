@@ -51,6 +51,7 @@ class Beat(typing.NamedTuple):
     k: np.ndarray
     k0: np.ndarray
     k1: np.ndarray
+    pv: int = 0  # P V mode: k0 is a PvSelect (kaleido.encoding)
 
 
 def pass_beats(A, q, B, k, slots, *, accumulators: int = 3, rows_present=None, cols_present=None) -> list:
@@ -112,7 +113,10 @@ def run_beats(beats, rows: int, cols: int, *, accumulators: int = 3, acc_width: 
     out = []
     for b in beats:
         if b.slot:
-            pe.step(b.phase, b.kind, b.r0, b.r1, b.k.view(np.int8), b.q0, b.q1, b.k0, b.k1)
+            if b.pv:
+                pe.step_pv(b.r0, b.r1, b.k.view(np.int8), b.k0)
+            else:
+                pe.step(b.phase, b.kind, b.r0, b.r1, b.k.view(np.int8), b.q0, b.q1, b.k0, b.k1)
         if b.last:
             out.append((b.phase, pe.end_phase(b.phase)))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoding import Part, Phase, SlotKind, check_accumulators, register_parts
+from ..encoding import Part, Phase, PvSelect, SlotKind, check_accumulators, register_parts
 
 __all__ = ["PEModel", "wrap"]
 
@@ -65,6 +65,16 @@ class PEModel:
         en_b = (parts_b & (Part.HI if SlotKind(kind) == SlotKind.FULL8 else Part.LO)) != 0
         add = np.where(en_a, mul_a[..., None], 0) + np.where(en_b, mul_b[..., None], 0)
         self.regs = wrap(self.regs + np.moveaxis(add, -1, 0), self.acc_width)
+
+    def step_pv(self, r0, r1, k, sel):
+        """A P V slot (issue 12): each PE adds ``x * k`` to R0, with ``x``
+        its row's ``0, r0, r1`` or ``r0 + r1`` as its column's
+        :class:`~kaleido.encoding.PvSelect` ``sel`` says."""
+        r0 = np.asarray(r0, dtype=np.int64)[:, None]
+        r1 = np.asarray(r1, dtype=np.int64)[:, None]
+        sel = np.asarray(sel)[None, :]
+        x = np.select([sel == PvSelect.R0, sel == PvSelect.R1, sel == PvSelect.SUM], [r0, r1, r0 + r1], 0)
+        self.regs[0] = wrap(self.regs[0] + x * np.asarray(k, dtype=np.int64)[None, :], self.acc_width)
 
     def end_phase(self, phase) -> np.ndarray:
         phase = Phase(phase)

@@ -16,6 +16,7 @@ __all__ = [
     "Tag",
     "Phase",
     "SlotKind",
+    "PvSelect",
     "Need",
     "decoder",
     "register_parts_decoder",
@@ -38,6 +39,7 @@ def _wrap(source: type[enum.IntEnum] | Sequence[tuple[str, int]], name: str, wid
 Tag = _wrap([*((m.name, int(m)) for m in encoding.Reuse), ("ABSENT", encoding.ABSENT)], "Tag", 2)
 Phase = _wrap(encoding.Phase, "Phase", 2)
 SlotKind = _wrap(encoding.SlotKind, "SlotKind", 1)
+PvSelect = _wrap(encoding.PvSelect, "PvSelect", 2)
 Need = _wrap(encoding.Need, "Need", 2)
 
 

@@ -17,8 +17,9 @@ COL = data.StructLayout({"k": 8, "k0": Tag, "k1": Tag})
 
 #: control that travels with the row operands: ``slot`` = 1 when the beat
 #: carries a slot (0: a bubble), ``kind`` 0 = FULL8 / 1 = DUAL_LO, ``phase``
-#: T0..T3, ``last`` = the beat ends its phase (drain and register moves)
-CTL = data.StructLayout({"slot": 1, "kind": SlotKind, "phase": Phase, "last": 1})
+#: T0..T3, ``last`` = the beat ends its phase (drain and register moves),
+#: ``pv`` = P V mode (the column tag ``k0`` is a ``PvSelect``; FULL8, T3)
+CTL = data.StructLayout({"slot": 1, "kind": SlotKind, "phase": Phase, "last": 1, "pv": 1})
 
 
 def tile_layout(acc_width: int) -> data.StructLayout:

@@ -23,6 +23,7 @@ __all__ = [
     "TAGS",
     "Phase",
     "SlotKind",
+    "PvSelect",
     "Part",
     "PeNeed",
     "Need",
@@ -62,6 +63,18 @@ class Phase(enum.IntEnum):
 class SlotKind(enum.IntEnum):
     FULL8 = 0  # one channel, full 8x8 product (hi part shifted by 4)
     DUAL_LO = 1  # two channels' low-nibble products, no shift
+
+
+class PvSelect(enum.IntEnum):
+    """P V mode (issue 12, docs/DESIGN.md): the row operand a PE multiplies
+    by its column's V value in a slot, carried in the column tag ``k0``.
+    The row port holds ``r0 = P[i, anchor]`` and ``r1 = P[i, follower]``;
+    ``SUM`` is the pre-add of a FULL follower, ``(P[i,a] + P[i,f]) V[a,c]``."""
+
+    SKIP = 0  # add nothing
+    R0 = 1  # P[i, a] V[a, c]
+    R1 = 2  # P[i, f] V[f, c]
+    SUM = 3  # (P[i, a] + P[i, f]) V[a, c]
 
 
 class Part(enum.IntFlag):

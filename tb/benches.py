@@ -135,7 +135,7 @@ async def pe_bench(be: Backend, config: KaleidoConfig, beats: Sequence[Beat]) ->
         {
             "row_in": row({("r0",): b.r0[0], ("r1",): b.r1[0], ("q0",): b.q0[0], ("q1",): b.q1[0]}),
             "col_in": col({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0]}),
-            "ctl_in": ctl({("slot",): b.slot, ("kind",): b.kind, ("phase",): b.phase, ("last",): b.last}),
+            "ctl_in": ctl({(f,): getattr(b, f) for f in ("slot", "kind", "phase", "last", "pv")}),
         }
         for b in beats
     ]

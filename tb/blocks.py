@@ -90,6 +90,14 @@ def _pe_beats(case: Case) -> list:
         r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
         beats.append(pe_beat(1, kind, phase, 0, r0, r0 if not kind else r1, q0, q1, k, k0, k1))
         beats += [pe_beat(0, 0, (phase + i) % 4, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
+    # P V mode: every PvSelect with random operands (pre-adds of any int8
+    # pair: the 9-bit row operand), interleaved with the QK^T registers'
+    # contents, then a T3 drain
+    for sel, last in itertools.product(range(4), range(2)):
+        r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
+        beats.append(pe_beat(1, 0, 3, last, r0, r1, 0, 0, k, sel, 0, pv=1))
+    beats.append(pe_beat(1, 0, 0, 0, 100, 100, 0, 0, -77, 2, 2))  # QK^T after P V
+    beats += [pe_beat(0, 0, i, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
     return beats
 
 

@@ -86,7 +86,9 @@ class BeatEncoder:
         self.pack = Packer(slot_layout(rows, cols))
 
     def __call__(self, beat: Beat) -> int:
-        values: dict[tuple, int] = {("ctl", name): getattr(beat, name) for name in ("slot", "kind", "phase", "last")}
+        values: dict[tuple, int] = {
+            ("ctl", name): getattr(beat, name) for name in ("slot", "kind", "phase", "last", "pv")
+        }
         for r in range(self.rows):
             for name in ("r0", "r1", "q0", "q1"):
                 values[("rows", r, name)] = getattr(beat, name)[r]
@@ -96,7 +98,7 @@ class BeatEncoder:
         return self.pack(values)
 
 
-def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1) -> Beat:
+def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1, pv=0) -> Beat:
     """A golden :class:`Beat` for a single PE (every field an array of one)."""
 
     def one(x, t):
@@ -114,6 +116,7 @@ def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1) -> Beat:
         one(k & 0xFF, np.uint8),
         one(k0, np.uint8),
         one(k1, np.uint8),
+        pv,
     )
 
 
@@ -139,7 +142,7 @@ def encode_beat(beat: Beat, rows: int, cols: int) -> int:
     layout = slot_layout(rows, cols)
     value = layout.const(
         {
-            "ctl": {"slot": beat.slot, "kind": beat.kind, "phase": beat.phase, "last": beat.last},
+            "ctl": {"slot": beat.slot, "kind": beat.kind, "phase": beat.phase, "last": beat.last, "pv": beat.pv},
             "rows": [
                 {"r0": int(beat.r0[r]), "r1": int(beat.r1[r]), "q0": int(beat.q0[r]), "q1": int(beat.q1[r])}
                 for r in range(rows)
