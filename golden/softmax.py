@@ -21,9 +21,10 @@ Per row ``i`` of the integer scores ``S`` (``Q K^T`` of int8 operands):
 Normalising by the sum of the quantised ``p`` (not of the exact
 exponentials) makes each row of ``p / z`` sum to one exactly, so the
 quantisation of P costs no gain error. With reuse on V, ``V`` is
-:func:`~kaleido.golden.reuse.effective` V (column side): a FULL follower
-token uses its anchor's value, a PARTIAL one shares the anchor's high nibble,
-which is exactly what pre-adding ``p`` of follower and anchor computes.
+V with FULL-only reuse (column side): a FULL follower
+token uses its anchor's value (:func:`~kaleido.golden.pv.v_effective`),
+which is exactly what pre-adding ``p`` of follower and anchor computes;
+PARTIAL followers keep their own V (the rule of docs/DESIGN.md).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ import numpy as np
 from ..checks import as_int8, check_qkv, check_scales, check_thresholds
 from ..config import SoftmaxFormat
 from .attention import metrics, softmax_attention
-from .reuse import effective, exact_matmul, reuse_scores
+from .pv import v_effective
+from .reuse import exact_matmul, reuse_scores
 
 __all__ = [
     "exp2_table",
@@ -50,9 +52,10 @@ __all__ = [
 
 
 def exp2_table(fmt: SoftmaxFormat) -> np.ndarray:
-    """``LUT[k] = round(2^lut_width * 2^(-k / 2^lut_bits))``, int64."""
-    k = np.arange(1 << fmt.lut_bits, dtype=np.float64)
-    return np.round(np.exp2(fmt.lut_width - k / (1 << fmt.lut_bits))).astype(np.int64)
+    """``LUT[k] = round(2^lut_width * 2^(-k / 2^lut_bits))``, int64: the
+    configuration's :meth:`~kaleido.config.SoftmaxFormat.exp2_table`, the
+    table the RTL's ROM holds."""
+    return np.array(fmt.exp2_table(), dtype=np.int64)
 
 
 def head_constant(logit_scale: float, fmt: SoftmaxFormat) -> int:
@@ -141,7 +144,7 @@ def fixed_reuse_attention(
     qs, ks, vs = check_scales(scales)
     logit_scale = qs * ks / math.sqrt(Q.shape[1])
     sm = fixed_softmax(reuse_scores(Q, K, grid, split, F, P), logit_scale, fmt)
-    out = fixed_attention(sm, effective(V, grid, split, F, P, side="column"))
+    out = fixed_attention(sm, v_effective(V, grid, split, F))
     real = out * (vs / (1 << fmt.out_frac_bits))
     ref8 = softmax_attention(exact_matmul(Q, K.T) * logit_scale, V.astype(np.float64) * vs)
     result = {"output": out, "real": real, "vs_int8": metrics(real, ref8)}

@@ -20,7 +20,10 @@ from .dispatched_array import DispatchedArray
 from .engine import KaleidoEngine
 from .matcher import Matcher
 from .pe import KaleidoPE
+from .pv_array import PvArray
+from .pv_dispatcher import PvDispatcher
 from .scheduler import Scheduler
+from .softmax import OutputScaler, SoftmaxUnit
 
 __all__ = ["DESIGNS", "emit", "module_name"]
 
@@ -34,7 +37,11 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "scheduler": Scheduler,
     "matcher": Matcher,
     "dispatched_array": DispatchedArray,
+    "pv_dispatcher": PvDispatcher,
+    "pv_array": PvArray,
     "engine": KaleidoEngine,  # also takes grid= (an elaboration parameter)
+    "softmax": SoftmaxUnit,  # default SoftmaxFormat, lanes = array_cols
+    "output_scaler": OutputScaler,
 }
 
 #: designs whose factory takes ``grid=`` as well as the configuration

@@ -47,7 +47,7 @@ def _array_size(text):
 def _perf_parser(sub):
     p = sub.add_parser(
         "perf",
-        help="cycle model of one attention head (Q K^T)",
+        help="cycle model of one attention head (Q K^T, softmax, P V)",
         description="Run the cycle-level performance model on a workload.",
     )
     src = p.add_argument_group("workload (a file, or a synthetic one)")
@@ -156,6 +156,9 @@ def _perf(args):
             )
         engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
         result["engine"] = engine.as_dict()
+    from .model import attention_stages
+
+    result.update(attention_stages(r, w.v, w.grid, w.split, cfg))
     scheduler, matcher = VARIANTS[args.variant]
     clock = clocks(scheduler, matcher, args.synth_report)
     result["time"] = {**clock.as_dict(), "speedup": time_speedup(r.speedup, clock)}
@@ -171,6 +174,16 @@ def _perf(args):
         f"time: speedup {result['time']['speedup']:.3f}x (cycles {r.speedup:.3f}x x clocks "
         f"{clock.kaleido_mhz:.1f} MHz core, limited by {clock.limited_by} / {clock.dense_mhz:.1f} MHz dense; "
         f"Fmax from {clock.source})"
+    )
+    for name, st in result["stages"].items():
+        print(
+            f"stage {name:8s} cycles {st['cycles']:>12,}  dense {st['dense_cycles']:>12,}  "
+            f"ops dense {st['ops']['dense']:,}  oracle {st['ops']['oracle']:,}  hw {st['ops']['hw']:,}"
+        )
+    att = result["attention"]
+    print(
+        f"attention: cycles {att['cycles']:,}  dense {att['dense_cycles']:,}  speedup {att['speedup']:.3f}x "
+        "(Q K^T, softmax, P V in turn)"
     )
     if engine:
         print(
@@ -191,6 +204,10 @@ def _perf(args):
             "speedup": r.speedup,
             "time_speedup": result["time"]["speedup"],
             "utilization": r.utilization,
+            **{f"{k}_cycles": v["cycles"] for k, v in result["stages"].items()},
+            "attention_cycles": result["attention"]["cycles"],
+            "attention_dense_cycles": result["attention"]["dense_cycles"],
+            "attention_speedup": result["attention"]["speedup"],
             **{f"ops_{k}": v for k, v in r.ops.items()},
             **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
             "variant": r.variant,

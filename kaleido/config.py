@@ -234,6 +234,25 @@ class SoftmaxFormat:
         """The P operand of the row's largest probability."""
         return (1 << self.p_bits) - 1
 
+    @property
+    def recip_width(self) -> int:
+        """Bits of the reciprocal ``floor(2^recip_bits / z)`` for every row
+        sum ``z >= p_max`` (the row's maximum contributes ``p_max``):
+        ``recip_bits - p_bits + 1``, or ``recip_bits + 1`` when ``p_bits``
+        is 1."""
+        return ((1 << self.recip_bits) // self.p_max).bit_length()
+
+    def exp2_table(self) -> tuple[int, ...]:
+        """The exponential table ``LUT[k] = round(2^lut_width * 2^(-k /
+        2^lut_bits))``, ``k = 0 .. 2^lut_bits - 1`` (``LUT[0] = 2^lut_width``
+        needs ``lut_width + 1`` bits): one definition for the golden model
+        and the RTL's ROM. Python's ``round`` is round-half-even like
+        ``np.round``; no entry but ``k = 0`` is near a tie (the values are
+        irrational), and ``tb/test_softmax_rtl.py`` checks the table equals
+        ``np.round(np.exp2(...))`` for several formats."""
+        size = 1 << self.lut_bits
+        return tuple(round(2.0 ** (self.lut_width - k / size)) for k in range(size))
+
 
 #: channel splits of the paper's two models (spec sec. 2)
 PRESETS = {

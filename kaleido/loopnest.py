@@ -19,7 +19,20 @@ from .checks import check_grid, check_split
 from .config import KaleidoConfig
 from .encoding import ABSENT
 
-__all__ = ["DIRECTIONS", "pairs", "group_slices", "units", "unit_tags", "Batch", "batches", "chunks", "pad_units"]
+__all__ = [
+    "DIRECTIONS",
+    "pairs",
+    "group_slices",
+    "units",
+    "unit_tags",
+    "Batch",
+    "batches",
+    "chunks",
+    "pad_units",
+    "PvPass",
+    "pv_chunk",
+    "pv_passes",
+]
 
 #: reuse direction of each channel group (t-, x-, y-channels) as a grid axis
 #: index of (T, H, W): t-channels along x (axis 2), x-channels along y
@@ -117,3 +130,49 @@ def pad_units(rows: np.ndarray, size: int) -> np.ndarray:
     if len(rows) == size:
         return rows
     return np.concatenate([rows, np.full((size - len(rows), 2), -1, dtype=np.int64)])
+
+
+# -- P V (issue 12, docs/DESIGN.md "P V on the array") -----------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PvPass:
+    """One P V pass of the array: PE row ``r`` accumulates query
+    ``queries[r]``, PE column ``c`` channel ``channels[c]`` (both at most
+    the array's extent; the rest is padding), over the contraction
+    ``units`` (anchor/follower token pairs of the channels' group, follower
+    -1 when unpaired). ``first``: the pass starts its ``(queries,
+    channels)`` block's contraction (no partial sum to add to yet)."""
+
+    group: int
+    channels: np.ndarray
+    queries: np.ndarray
+    units: np.ndarray
+    first: bool
+
+
+def pv_chunk(config: KaleidoConfig) -> int:
+    """Units per P V pass: ``batch // 2``, so a pass covers at most
+    ``batch`` tokens and its sums (products of magnitude below ``2**14``:
+    a 7-bit P times int8 V) fit ``config.acc_width`` as ``Q K^T``'s do."""
+    return max(1, config.batch // 2)
+
+
+def pv_passes(config: KaleidoConfig, grid, split=None, n_queries: int | None = None) -> Iterator[PvPass]:
+    """Every P V pass of a head in order: groups t, x, y; within a group,
+    blocks of ``array_cols`` channels; then blocks of ``array_rows``
+    queries; then the group's units, :func:`pv_chunk` at a time. The V
+    reuse of a unit is along the group's direction, so a pass never mixes
+    groups. ``n_queries`` defaults to the head's token count."""
+    grid = check_grid(grid)
+    split = check_split(config.split if split is None else split)
+    n = int(np.prod(grid)) if n_queries is None else n_queries
+    R, C, chunk = config.array_rows, config.array_cols, pv_chunk(config)
+    for g, (sl, axis) in enumerate(group_slices(split)):
+        u = units(grid, axis)
+        for cs in chunks(sl.stop - sl.start, C):
+            channels = np.arange(sl.start + cs.start, sl.start + cs.stop)
+            for qs in chunks(n, R):
+                queries = np.arange(qs.start, qs.stop)
+                for k, us in enumerate(chunks(len(u), chunk)):
+                    yield PvPass(g, channels, queries, u[us], k == 0)

@@ -41,7 +41,7 @@ import numpy as np
 from kaleido.golden.reuse import follower_classes
 
 from .checks import check_qk
-from .config import LFSR_SEED, KaleidoConfig
+from .config import LFSR_SEED, KaleidoConfig, SoftmaxFormat
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.loopnest import unit_order
 from .golden.ops import op_counts
@@ -57,6 +57,12 @@ __all__ = [
     "EngineTiming",
     "engine_cycles",
     "scheduler_cycles",
+    "PvTiming",
+    "pv_cycles",
+    "attention_stages",
+    "SOFTMAX_LATENCY",
+    "softmax_cycles",
+    "output_scaler_cycles",
 ]
 
 #: paper variants: (scheduler, matcher)
@@ -411,3 +417,128 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
         array_speedup=res.speedup,
         batches=nb,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class PvTiming:
+    """P V of a head on the array (issue 12, :func:`pv_cycles`): beats and
+    cycles with reuse on V and dense (the same array, two beats per token
+    pair), and the nibble-multiply counts ``ops`` (``dense``, ``oracle`` =
+    FULL and PARTIAL reuse at nibble granularity, ``hw`` = what the array
+    multiplies)."""
+
+    beats: int
+    cycles: int
+    dense_beats: int
+    dense_cycles: int
+    ops: dict
+
+    @property
+    def speedup(self) -> float:
+        return self.dense_cycles / self.cycles
+
+
+def pv_cycles(V, grid, split=None, config: KaleidoConfig | None = None, n_queries: int | None = None) -> PvTiming:
+    """Exact cycles of :class:`~kaleido.hdl.pv_array.PvArray` for a head's
+    P V with no stalls, from the first unit's transfer to the last tile,
+    both counted: ``beats + R + C`` (the detector's register, then the
+    array's ``R + C - 1``). Beats are :func:`kaleido.golden.pv.pv_pass_beats`'s:
+    per query block of ``R`` rows, per block of ``C`` channels of a group,
+    one per unpaired token and per pair FULL at every channel of the block,
+    two per other pair. They do not depend on P or on the query block."""
+    from .checks import as_int8, check_grid, check_split
+    from .golden.ops import pv_op_counts
+    from .golden.pv import unit_full
+    from .loopnest import group_slices, units
+
+    config = config or KaleidoConfig()
+    as_int8("V", V)
+    grid = check_grid(grid, V.shape[0])
+    split = check_split(config.split if split is None else split, V.shape[1])
+    n = V.shape[0] if n_queries is None else n_queries
+    R, C = config.array_rows, config.array_cols
+    per_block = dense = 0
+    for sl, axis in group_slices(split):
+        u = units(grid, axis)
+        paired = u[:, 1] >= 0
+        full = unit_full(V, u, np.arange(sl.start, sl.stop), config.F)
+        for cs in chunks(sl.stop - sl.start, C):
+            single = ~paired | full[:, cs].all(axis=1)
+            per_block += 2 * len(u) - int(single.sum())
+            dense += 2 * len(u) - int((~paired).sum())
+    q_blocks = math.ceil(n / R)
+    beats, dense_beats = q_blocks * per_block, q_blocks * dense
+    ops = pv_op_counts(V, grid, split, config.F, config.P, n_queries=n)
+    return PvTiming(
+        beats,
+        beats + R + C,
+        dense_beats,
+        dense_beats + R + C,
+        {"dense": ops["dense"], "oracle": ops["full_partial"], "hw": ops["full_only"]},
+    )
+
+
+def attention_stages(qk: ModelResult, V, grid, split=None, config: KaleidoConfig | None = None, fmt=None) -> dict:
+    """Whole attention of a head (issue 12): ``stages`` ``qk`` (``qk``, the
+    :func:`run_model` result), ``softmax`` (the softmax unit, then the
+    output scaler: :func:`softmax_cycles` + :func:`output_scaler_cycles`,
+    ``array_cols`` lanes) and ``pv`` (:func:`pv_cycles`), each with
+    ``cycles`` (and ``dense_cycles``) and ``ops`` (``dense``, ``oracle``,
+    ``hw``: nibble multiplies; exponentials for the softmax); and
+    ``attention``: the totals ``cycles``, ``dense_cycles`` and ``speedup``.
+    The stages run one after another (the array does Q K^T, then P V; the
+    overlap of a pipelined core is issue 13); the dense array runs the same
+    softmax unit."""
+    config = config or KaleidoConfig()
+    fmt = fmt or SoftmaxFormat()
+    n, d = V.shape
+    lanes = config.array_cols
+    pv = pv_cycles(V, grid, split, config)
+    sm = softmax_cycles(n, n, lanes, fmt) + output_scaler_cycles(n, d, lanes)
+    stages: dict[str, dict] = {
+        "qk": {"cycles": qk.cycles, "dense_cycles": qk.dense_cycles, "ops": dict(qk.ops)},
+        "softmax": {"cycles": sm, "dense_cycles": sm, "ops": {k: n * n for k in ("dense", "oracle", "hw")}},
+        "pv": {"cycles": pv.cycles, "dense_cycles": pv.dense_cycles, "ops": dict(pv.ops)},
+    }
+    cycles = sum(int(s["cycles"]) for s in stages.values())
+    dense = sum(int(s["dense_cycles"]) for s in stages.values())
+    return {
+        "stages": stages,
+        "attention": {"cycles": cycles, "dense_cycles": dense, "speedup": dense / cycles},
+    }
+
+
+#: the RTL softmax unit's pipeline (``kaleido.hdl.softmax.SoftmaxUnit.latency``):
+#: cycles from a beat's transfer on ``s`` to its P beat on ``p``
+SOFTMAX_LATENCY = 4
+
+
+def _positive(name: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def softmax_cycles(n_tokens: int, n_rows: int, lanes: int, fmt: SoftmaxFormat | None = None) -> int:
+    """Exact cycles of the RTL softmax unit (``kaleido.hdl.softmax.SoftmaxUnit``)
+    for ``n_rows`` rows of ``n_tokens`` scores with no stalls: from the
+    first transfer on ``s`` to the last transfer on ``p`` or ``r``, both
+    counted (docs/SOFTMAX.md, "RTL: the softmax unit").
+
+    Each row is ``B = ceil(n_tokens / lanes)`` beats, sent twice, one beat
+    a cycle; a row's ``r`` leaves ``D = SOFTMAX_LATENCY + recip_width``
+    cycles after its last beat, and the next row's last beat waits for it
+    (one divider), so rows start ``max(2B, D)`` cycles apart:
+    ``2B + (n_rows - 1) max(2B, D) + D``."""
+    fmt = fmt or SoftmaxFormat()
+    beats = -(-_positive("n_tokens", n_tokens) // _positive("lanes", lanes))
+    divide = SOFTMAX_LATENCY + fmt.recip_width
+    return 2 * beats + (_positive("n_rows", n_rows) - 1) * max(2 * beats, divide) + divide
+
+
+def output_scaler_cycles(n_rows: int, d: int, lanes: int) -> int:
+    """Exact cycles of the RTL output scaler (``kaleido.hdl.softmax.OutputScaler``)
+    for ``n_rows`` rows of ``d`` channels with no stalls, counted as in
+    :func:`softmax_cycles`: ``n_rows ceil(d / lanes)`` beats, one a cycle,
+    each out one cycle after it is taken."""
+    return _positive("n_rows", n_rows) * -(-_positive("d", d) // _positive("lanes", lanes)) + 1

@@ -65,6 +65,9 @@ REPORT_DESIGNS = {
     "detector": "detector",
     "scheduler": "scheduler",
     "matcher": "matcher",
+    "pv_dispatcher": "pv_dispatcher",
+    "softmax": "softmax",
+    "output_scaler": "output_scaler",
 }
 
 

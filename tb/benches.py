@@ -175,6 +175,19 @@ async def dispatched_bench(
     return _array_result(mon, None, res.cycles)
 
 
+async def pv_bench(
+    be: Backend, config: KaleidoConfig, words: Sequence[int], *, in_stall="none", hold="none", seed=0, drain=64
+) -> ArrayResult:
+    """Unit words into :class:`~kaleido.hdl.pv_array.PvArray` (``units``
+    stalled by ``in_stall``), ``hold`` by the pattern ``hold``; every tile
+    collected. ``cycles``: counted cycles from the first transfer to the
+    last tile (:func:`kaleido.model.pv_cycles` without stalls)."""
+    src = StreamSource("units", words, stall=in_stall, seed=seed)
+    mon = _tile_monitor(config)
+    res = await run(be, sources=[src], monitors=[mon], hold=Hold(stall=hold, seed=seed + 1), drain=drain)
+    return _array_result(mon, None, res.cycles)
+
+
 async def dense_bench(
     be: Backend, config: KaleidoConfig, tiles: Sequence[tuple[Any, Any]], *, in_stall="none", out_stall="none", seed=0
 ) -> ArrayResult:

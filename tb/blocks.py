@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from kaleido.config import KaleidoConfig
-from kaleido.tb.benches import array_bench, dispatched_bench, pe_bench, stream_bench
+from kaleido.tb.benches import array_bench, dispatched_bench, pe_bench, pv_bench, stream_bench
 from kaleido.tb.dispatch_cases import detector_case, matcher_case, scheduler_case
 from kaleido.tb.driver import expected_drains, pe_beat
 from kaleido.tb.kit import Backend, simulate
 from kaleido.tb.passes import make_workload, pass_words, random_pass
+from kaleido.tb.softmax_cases import scaler_case, softmax_bench, softmax_case
 
 __all__ = ["Case", "BLOCKS", "SIMULATORS", "ref", "rtl", "bench", "stimulus"]
 
@@ -40,9 +41,15 @@ BLOCKS = {
     "pe": "kaleido_pe",
     "array": "kaleido_array",
     "dispatched": "dispatched_array",
+    "pv": "pv_array",
+    "softmax": "softmax",
+    "output_scaler": "output_scaler",
 }
 SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
+_STREAM_CASES.update({"softmax": (softmax_case, 10), "output_scaler": (scaler_case, 12)})  # rows
+#: stream blocks with their own bench (not one ``i`` -> ``o`` stream)
+_OWN_BENCHES = {"softmax": softmax_bench}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +123,16 @@ def _dispatched_passes(case: Case) -> tuple[list[int], list]:
     return pass_words(cfg, make_workload(case.source, (2, 3, 4), cfg.split, case.seed))
 
 
+def _pv_head(case: Case) -> tuple[list[int], list]:
+    """The unit words of a whole P V head (``source``: ``video`` or
+    ``random`` V, grid 2x3x4) and their golden beats."""
+    from kaleido.tb.pv_cases import pv_head, pv_words
+
+    cfg = case.cfg
+    P, V = pv_head(case.source, (2, 3, 4), cfg.split, case.seed)
+    return pv_words(cfg, P, V, (2, 3, 4), cfg.split)
+
+
 def _drains_json(drains: dict) -> dict:
     return {f"{r},{c}": [list(d) for d in v] for (r, c), v in drains.items()}
 
@@ -129,8 +146,8 @@ def stimulus(case: Case) -> tuple[list, Any]:
     if case.block == "pe":
         beats = _pe_beats(case)
         return beats, [list(d) for d in expected_drains(beats, 1, 1, cfg.accumulators, cfg.acc_width)[(0, 0)]]
-    if case.block == "dispatched":
-        words, beats = _dispatched_passes(case)
+    if case.block in ("dispatched", "pv"):
+        words, beats = _dispatched_passes(case) if case.block == "dispatched" else _pv_head(case)
         return words, _drains_json(
             expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
         )
@@ -148,10 +165,14 @@ async def bench(be: Backend, case: Case) -> Any:
     inputs, _ = stimulus(case)
     cfg = case.cfg
     ins, outs, seed = case.in_stall, case.out_stall, case.seed
+    if case.block in _OWN_BENCHES:
+        return await _OWN_BENCHES[case.block](be, inputs, in_stall=ins, out_stall=outs, seed=seed)
     if case.block in _STREAM_CASES:
         return (await stream_bench(be, inputs, in_stall=ins, out_stall=outs, seed=seed))[0]
     if case.block == "pe":
         return [list(d) for d in await pe_bench(be, cfg, inputs)]
+    if case.block == "pv":  # out_stall drives hold
+        return _drains_json((await pv_bench(be, cfg, inputs, in_stall=ins, hold=outs, seed=seed)).drains)
     if case.block == "dispatched":  # the passes stream is always valid; out_stall drives hold
         return _drains_json((await dispatched_bench(be, cfg, inputs, hold=outs, seed=seed)).drains)
     return _drains_json((await array_bench(be, cfg, inputs, in_stall=ins, out_stall=outs, seed=seed)).drains)

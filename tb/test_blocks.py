@@ -21,6 +21,13 @@ def cases(block: str, seed: int) -> list[Case]:
             for kind in ("video", "random")
             for hold in ("none", "random")
         ]
+    if block == "pv":  # a whole P V head (batch 4, odd split), both V kinds, every stall pattern
+        small = (("batch", 4), ("split", (5, 3, 4)))
+        return [
+            Case(block, seed + k, i, o, source=kind, config=small)
+            for k, (i, o) in enumerate(STALLS)
+            for kind in ("video", "random")
+        ]
     out = [Case(block, seed + k, i, o) for k, (i, o) in enumerate(STALLS)]
     if block in ("detector", "matcher", "scheduler"):
         out.append(Case(block, seed, "random", "random", source="workload"))

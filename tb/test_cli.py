@@ -32,6 +32,34 @@ def test_perf_json_csv(tmp_path, capsys):
     assert "speedup" in capsys.readouterr().out
 
 
+def test_perf_whole_attention(tmp_path, capsys):
+    """``stages`` (qk, softmax, pv) and ``attention`` totals, each stage
+    from its own model function; the table shows them."""
+    from kaleido.config import SoftmaxFormat
+    from kaleido.model import output_scaler_cycles, pv_cycles, softmax_cycles
+
+    j = tmp_path / "r.json"
+    assert main(["perf", "--grid", "2,4,6", "--F", "4", "--P", "2", "--json", str(j)]) == 0
+    data = json.loads(j.read_text())
+    w = synthetic_video("hunyuan", (2, 4, 6), "slow", 0)
+    cfg = KaleidoConfig(F=4, P=2)
+    st = data["stages"]
+    assert set(st) == {"qk", "softmax", "pv"}
+    for stage in st.values():
+        assert set(stage["ops"]) == {"dense", "oracle", "hw"} and stage["cycles"] > 0
+    assert st["qk"]["cycles"] == data["cycles"] and st["qk"]["ops"] == data["ops"]
+    pv = pv_cycles(w.v, w.grid, w.split, cfg)
+    assert (st["pv"]["cycles"], st["pv"]["dense_cycles"], st["pv"]["ops"]) == (pv.cycles, pv.dense_cycles, pv.ops)
+    assert st["pv"]["ops"]["dense"] == 2 * w.n * w.n * w.d
+    assert st["softmax"]["cycles"] == softmax_cycles(w.n, w.n, 4, SoftmaxFormat()) + output_scaler_cycles(w.n, w.d, 4)
+    att = data["attention"]
+    assert att["cycles"] == sum(s["cycles"] for s in st.values())
+    assert att["dense_cycles"] == sum(s["dense_cycles"] for s in st.values())
+    assert att["speedup"] == pytest.approx(att["dense_cycles"] / att["cycles"], rel=1e-12)
+    out = capsys.readouterr().out
+    assert "stage pv" in out and "attention: cycles" in out
+
+
 def test_perf_engine(tmp_path, capsys):
     from kaleido.model import engine_cycles
 

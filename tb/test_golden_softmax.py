@@ -119,18 +119,22 @@ def test_bad_input_is_named(call, error, message):
 
 def test_whole_attention_from_the_array_scores(seed):
     """With reuse, the output equals the fixed-point softmax of the S the
-    golden array accumulates pass by pass, times effective V; with reuse
+    golden array accumulates pass by pass, then P V as the golden array
+    computes it pass by pass (reuse on V), then the row scaling; with reuse
     off only arithmetic separates it from int8 attention."""
     from kaleido.config import KaleidoConfig
     from kaleido.golden.loopnest import scores_by_passes
-    from kaleido.golden.reuse import effective
+    from kaleido.golden.pv import pv_accumulate, v_effective
     from kaleido.golden.softmax import fixed_reuse_attention
 
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed % 1000)
     res = fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales, reference=w.reference)
     S, _ = scores_by_passes(w.q, w.k, w.grid, w.split, KaleidoConfig(), scheduler=True)
     sm = fixed_softmax(S, w.scales[0] * w.scales[1] / math.sqrt(w.d))
-    assert (res["output"] == fixed_attention(sm, effective(w.v, w.grid, w.split, 5, 3, side="column"))).all()
+    assert (res["output"] == fixed_attention(sm, v_effective(w.v, w.grid, w.split, 5))).all()
+    acc = pv_accumulate(sm.p, w.v, KaleidoConfig(), w.grid, w.split, 5)
+    shift = sm.fmt.recip_bits - sm.fmt.out_frac_bits
+    assert (res["output"] == (acc * sm.r[:, None] + (1 << (shift - 1))) >> shift).all()
     assert set(res) == {"output", "real", "vs_int8", "vs_float"}
     off = fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, 9, 9, scales=w.scales)
     assert off["vs_int8"]["psnr"] >= 40 and off["vs_int8"]["psnr"] > res["vs_int8"]["psnr"]

@@ -77,6 +77,10 @@ def test_make_verilog(tmp_path):
         "detector",
         "scheduler",
         "matcher",
+        "pv_dispatcher",
+        "pv_array",
+        "softmax",
+        "output_scaler",
     }
     for f in files:
         text = open(f).read()

@@ -20,7 +20,7 @@ from kaleido.golden import op_counts, reuse_attention, skip_baselines
 from .. import KaleidoConfig
 from ..clock import clocks, time_speedup
 from ..golden.workloads import synthetic_video
-from ..model import VARIANTS, run_model
+from ..model import VARIANTS, attention_stages, run_model
 
 
 def _save(out, name, rows):
@@ -179,6 +179,60 @@ def fig18c(rep, plt):
         "",
         "![fig18c](report/fig18c_ops.png)",
         "",
+        *_fig18c_attention(rep, plt),
+    ]
+
+
+def _fig18c_attention(rep, plt):
+    """Fig. 18c over whole attention: Q K^T and P V nibble multiplies
+    (the softmax multiplies nothing on the array)."""
+    from ..model import pv_cycles
+
+    rows, vals = [], {}
+    for motion in ("slow", "fast"):
+        w = rep.workload(motion)
+        qk = op_counts(w.q, w.k, w.grid, w.split, 5, 3)
+        pv = pv_cycles(w.v, w.grid, w.split, KaleidoConfig(split=w.split)).ops
+        total = {k: qk[k] + pv[k] for k in ("dense", "oracle")}
+        total["hw"] = qk["hw3"] + pv["hw"]
+        rows.append(
+            {
+                "motion": motion,
+                **{f"qk_{k}": qk[k] for k in ("dense", "hw3", "oracle")},
+                **{f"pv_{k}": v for k, v in pv.items()},
+                **{f"attention_{k}": v for k, v in total.items()},
+            }
+        )
+        vals[motion] = {k: total[k] / total["dense"] for k in ("dense", "hw", "oracle")}
+    _save(rep.out, "fig18c_attention_ops", rows)
+    _bars(
+        plt,
+        rep.out,
+        "fig18c_attention_ops",
+        ["slow", "fast"],
+        ["dense", "hw", "oracle"],
+        vals,
+        "nibble multiplies / dense",
+        "Fig. 18c: op counts of whole attention (Q K^T + P V)",
+    )
+    return [
+        "### Whole attention: Q K^T and P V",
+        "",
+        f"Head {rep.grid}, (F,P) = (5,3), 3 accumulators; P V with reuse on V (FULL followers pre-add P; "
+        "docs/DESIGN.md). hw = what the array multiplies.",
+        "",
+        "| motion | Q K^T hw / dense | P V hw / dense | P V oracle / dense | attention hw / dense | "
+        "attention oracle / dense |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {x['motion']} | {x['qk_hw3'] / x['qk_dense']:.3f} | {x['pv_hw'] / x['pv_dense']:.3f} | "
+            f"{x['pv_oracle'] / x['pv_dense']:.3f} | {x['attention_hw'] / x['attention_dense']:.3f} | "
+            f"{x['attention_oracle'] / x['attention_dense']:.3f} |"
+            for x in rows
+        ],
+        "",
+        "![fig18c attention](report/fig18c_attention_ops.png)",
+        "",
     ]
 
 
@@ -192,10 +246,15 @@ def fig19(rep, plt):
             vals[motion][v] = r.speedup
             utils[motion][v] = r.utilization
             clock = clocks(*VARIANTS[v])
+            att = attention_stages(r, w.v, w.grid, w.split, KaleidoConfig(split=w.split))
             rows.append(
                 {
                     "motion": motion,
                     "variant": v,
+                    "attention_cycles": att["attention"]["cycles"],
+                    "attention_dense_cycles": att["attention"]["dense_cycles"],
+                    "attention_speedup": att["attention"]["speedup"],
+                    "pv_speedup": att["stages"]["pv"]["dense_cycles"] / att["stages"]["pv"]["cycles"],
                     "cycles": r.cycles,
                     "dense_cycles": r.dense_cycles,
                     "speedup": r.speedup,
@@ -242,8 +301,34 @@ def fig19(rep, plt):
         f"{x['utilization']:.1%} | {x['core_mhz']:.1f} ({x['limited_by']}) | {x['time_speedup']:.3f}x |"
         for x in rows
     ]
+    lines += [
+        "",
+        "Whole attention (Q K^T, then softmax, then P V with reuse on V, on the same array; the dense array "
+        "runs the same softmax unit):",
+        "",
+        "| motion | variant | attention cycles | dense | speedup (cycles) | P V speedup |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {x['motion']} | {x['variant']} | {x['attention_cycles']:,} | {x['attention_dense_cycles']:,} | "
+        f"{x['attention_speedup']:.3f}x | {x['pv_speedup']:.3f}x |"
+        for x in rows
+    ]
+    _bars(
+        plt,
+        rep.out,
+        "fig19_attention",
+        ["slow", "fast"],
+        list(VARIANTS),
+        {m: {x["variant"]: x["attention_speedup"] for x in rows if x["motion"] == m} for m in ("slow", "fast")},
+        "speedup over dense",
+        "Fig. 19: variants over whole attention",
+        hline=1.0,
+    )
     source = clocks().source
     lines += [
+        "",
+        "![fig19 attention](report/fig19_attention.png)",
         "",
         f"Speedup in time = cycle speedup x core clock / dense array clock ({rows[0]['dense_mhz']:.1f} MHz); "
         f"a core runs at its slowest block's ECP5 Fmax (Fmax from {source}; issue 20 pipelines the "

@@ -1,0 +1,397 @@
+"""The lane-parallel fixed-point softmax (issue 12; docs/SOFTMAX.md, "RTL:
+the softmax unit"): bit for bit what :func:`kaleido.golden.softmax.fixed_softmax`
+computes, and the output scaler of :func:`kaleido.golden.softmax.fixed_attention`.
+
+:class:`SoftmaxUnit` keeps no row buffer: the caller sends each row twice,
+back to back (the first traversal finds the row's maximum, the second
+computes the exponentials), replaying it from the memory that already holds
+``S``, so no on-chip buffer grows with the sequence length ``N``.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import KaleidoConfig, SoftmaxFormat, signed_width
+from ._common import as_config
+
+__all__ = [
+    "MAX_TOKENS",
+    "default_acc_width",
+    "SoftmaxUnit",
+    "OutputScaler",
+    "score_beat_layout",
+    "p_beat_layout",
+    "recip_layout",
+    "scaler_in_layout",
+    "scaler_out_layout",
+]
+
+#: the longest row (tokens) the row sum ``z`` and the scaler's default
+#: accumulator width are sized for
+MAX_TOKENS = 32768
+
+
+def default_acc_width(fmt: SoftmaxFormat) -> int:
+    """The output scaler's default accumulator width: ``|acc| <= N p_max
+    128`` for rows of up to :data:`MAX_TOKENS` tokens (30 bits at 7-bit P)."""
+    return signed_width(MAX_TOKENS * fmt.p_max * 128)
+
+
+def score_beat_layout(width: int, lanes: int) -> data.StructLayout:
+    """One beat of a row of scores: ``values`` (lanes ``count ..`` are
+    ignored), ``count`` valid lanes (1 .. ``lanes``; only the last beat of a
+    row may be short), ``last`` = the beat ends the row (its traversal)."""
+    return data.StructLayout({"values": data.ArrayLayout(signed(width), lanes), "count": range(lanes + 1), "last": 1})
+
+
+def p_beat_layout(fmt: SoftmaxFormat, lanes: int) -> data.StructLayout:
+    """One beat of P: the P operands (lanes ``count ..`` are 0), ``count``,
+    ``last``."""
+    return data.StructLayout(
+        {"values": data.ArrayLayout(unsigned(fmt.p_bits), lanes), "count": range(lanes + 1), "last": 1}
+    )
+
+
+def _z_width(fmt: SoftmaxFormat, max_tokens: int) -> int:
+    return (max_tokens * fmt.p_max).bit_length()
+
+
+def recip_layout(fmt: SoftmaxFormat, max_tokens: int = MAX_TOKENS) -> data.StructLayout:
+    """One row's reciprocal ``r = floor(2^recip_bits / z)`` and its sum ``z``."""
+    return data.StructLayout({"r": unsigned(fmt.recip_width), "z": unsigned(_z_width(fmt, max_tokens))})
+
+
+def scaler_in_layout(fmt: SoftmaxFormat, lanes: int, acc_width: int) -> data.StructLayout:
+    """One beat of a row of ``P V`` sums and the row's reciprocal."""
+    return data.StructLayout(
+        {
+            "acc": data.ArrayLayout(signed(acc_width), lanes),
+            "r": unsigned(fmt.recip_width),
+            "count": range(lanes + 1),
+            "last": 1,
+        }
+    )
+
+
+def scaler_out_layout(fmt: SoftmaxFormat, lanes: int) -> data.StructLayout:
+    """One beat of O: ``8 + out_frac_bits`` signed bits per lane (int8 V
+    times weights summing to one), lanes ``count ..`` 0."""
+    return data.StructLayout(
+        {
+            "values": data.ArrayLayout(signed(8 + fmt.out_frac_bits), lanes),
+            "count": range(lanes + 1),
+            "last": 1,
+        }
+    )
+
+
+def _check_fmt(fmt) -> SoftmaxFormat:
+    if fmt is None:
+        return SoftmaxFormat()
+    if not isinstance(fmt, SoftmaxFormat):
+        raise TypeError(f"fmt must be a SoftmaxFormat, not {fmt!r}")
+    return fmt
+
+
+def _check_count(name: str, value, default: int, low: int = 1) -> int:
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, not {value!r}")
+    return value
+
+
+def _lane_mask(count, lanes: int) -> list:
+    return [Const(i, range(lanes + 1)) < count for i in range(lanes)]
+
+
+class SoftmaxUnit(wiring.Component):
+    """Row softmax of integer scores, ``lanes`` scores per beat.
+
+    Parameters
+    ----------
+    config : KaleidoConfig
+        Scores are ``config.buffer_width()`` signed bits (the accumulation
+        buffer's entries); ``lanes`` defaults to ``config.array_cols``.
+    fmt : SoftmaxFormat
+    lanes : int
+    max_tokens : int
+        The longest row; sizes the row sum ``z`` (a longer row wraps it).
+
+    Ports
+    -----
+    ``constant`` (in, ``fmt.constant_bits``): the head's constant ``C``
+    (:func:`~kaleido.golden.softmax.head_constant`), held stable while a
+    head streams. ``s`` (in stream, :func:`score_beat_layout`): every row
+    twice, back to back; the first traversal finds the maximum ``m`` (taken
+    every cycle), the second computes the exponentials. ``p`` (out stream,
+    :func:`p_beat_layout`): one beat per beat of the second traversal, with
+    its ``count`` and ``last``. ``r`` (out stream, :func:`recip_layout`):
+    one word per row, from a restoring divider (one quotient bit per cycle,
+    ``fmt.recip_width`` cycles) that starts as the row's last P beat enters
+    the ``p`` register.
+
+    First traversal: a balanced comparator tree takes the beat's maximum
+    into a register, folded into the row's maximum the next cycle; ``m`` is
+    that maximum with a pending beat folded in, so no cycle is lost between
+    the traversals. Pipeline of the second traversal, one beat per cycle
+    (the whole pipeline stalls while ``p`` is full and not taken):
+    accept (``d = m - s``) | ``t = round(d C / 2^(exp_frac_bits - lut_bits))``
+    | ``e = LUT[t mod 2^lut_bits] >> (t div 2^lut_bits)`` | ``p``, ``z +=``.
+    A beat accepted in cycle ``a`` is valid on ``p`` from cycle ``a +``
+    :attr:`latency`. The divider serves one row at a time: the last beat of
+    a row is not accepted until the previous row's ``r`` is taken (or is
+    taken in the same cycle); a row's ``r`` is valid :attr:`row_latency`
+    cycles after its last beat is accepted.
+    """
+
+    def __init__(
+        self,
+        config: KaleidoConfig | None = None,
+        fmt: SoftmaxFormat | None = None,
+        lanes: int | None = None,
+        *,
+        max_tokens: int = MAX_TOKENS,
+    ):
+        config = as_config(config)
+        self._fmt = _check_fmt(fmt)
+        self._lanes = _check_count("lanes", lanes, config.array_cols)
+        self._max_tokens = _check_count("max_tokens", max_tokens, MAX_TOKENS)
+        self._width = config.buffer_width()
+        super().__init__(
+            {
+                "constant": In(unsigned(self._fmt.constant_bits)),
+                "s": In(stream.Signature(score_beat_layout(self._width, self._lanes))),
+                "p": Out(stream.Signature(p_beat_layout(self._fmt, self._lanes))),
+                "r": Out(stream.Signature(recip_layout(self._fmt, self._max_tokens))),
+            }
+        )
+
+    @property
+    def lanes(self) -> int:
+        return self._lanes
+
+    @property
+    def fmt(self) -> SoftmaxFormat:
+        return self._fmt
+
+    @property
+    def score_width(self) -> int:
+        return self._width
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a second-traversal beat's transfer on ``s`` to its P
+        beat on ``p``: 4."""
+        return 4
+
+    @property
+    def row_latency(self) -> int:
+        """Cycles from the transfer of a row's last beat on ``s`` to its
+        ``r`` on ``r``: :attr:`latency` + ``fmt.recip_width`` divider steps."""
+        return self.latency + self._fmt.recip_width
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, lanes, W = self._fmt, self._lanes, self._width
+        shift = fmt.exp_frac_bits - fmt.lut_bits
+        Q = fmt.recip_width
+        z_width = _z_width(fmt, self._max_tokens)
+        t_max = (((1 << W) - 1) * ((1 << fmt.constant_bits) - 1) + (1 << (shift - 1))) >> shift
+        lut = Array(Const(v, fmt.lut_width + 1) for v in fmt.exp2_table())
+
+        beat = self.s.payload
+        second = Signal()  # 0: the max traversal, 1: the exponential traversal
+        first = Signal(init=1)  # the next max-traversal beat starts a row
+        row_max = Signal(signed(W))
+
+        # ---- handshakes ------------------------------------------------------
+        advance = Signal()  # the exponential pipeline moves
+        reserved = Signal()  # the divider belongs to a row (last beat taken, r not yet taken)
+        r_taken = Signal()
+        m.d.comb += [
+            advance.eq(~self.p.valid | self.p.ready),
+            r_taken.eq(self.r.valid & self.r.ready),
+            self.s.ready.eq(~second | (advance & (~beat.last | ~reserved | r_taken))),
+        ]
+        take = self.s.valid & self.s.ready
+        with m.If(r_taken):
+            m.d.sync += reserved.eq(0)
+        with m.If(take & second & beat.last):
+            m.d.sync += reserved.eq(1)
+        with m.If(take & beat.last):
+            m.d.sync += second.eq(~second)
+
+        # ---- first traversal: the row's maximum -------------------------------
+        in_lane = _lane_mask(beat.count, lanes)
+        lane_vals = [Mux(in_lane[i], beat.values[i], -(1 << (W - 1))) for i in range(lanes)]
+
+        def bigger(a, b):
+            return Mux(a > b, a, b)
+
+        def tree(vals):  # a balanced tree: log2(lanes) comparator levels
+            while len(vals) > 1:
+                vals = [bigger(*vals[i : i + 2]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+            return vals[0]
+
+        # the beat's maximum is registered (pending) and folded into row_max
+        # the next cycle; m is row_max with the pending beat folded in, so the
+        # second traversal may start the cycle after the first one ends
+        pending = Signal()
+        pending_first = Signal()
+        beat_max = Signal(signed(W))
+        row_m = Signal(signed(W))
+        m.d.comb += row_m.eq(Mux(pending & (pending_first | (beat_max > row_max)), beat_max, row_max))
+        m.d.sync += [pending.eq(take & ~second), row_max.eq(row_m)]
+        with m.If(take & ~second):
+            m.d.sync += [beat_max.eq(tree(lane_vals)), pending_first.eq(first), first.eq(beat.last)]
+
+        # ---- second traversal: the exponential pipeline -------------------------
+        def stage(name: str, width, prev_valid, prev_count, prev_last, values):
+            valid = Signal(name=f"{name}_valid")
+            count = Signal(range(lanes + 1), name=f"{name}_count")
+            last = Signal(name=f"{name}_last")
+            regs = [Signal(width, name=f"{name}_{i}") for i in range(lanes)]
+            with m.If(advance):
+                m.d.sync += [valid.eq(prev_valid), count.eq(prev_count), last.eq(prev_last)]
+                m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
+            return valid, count, last, regs
+
+        # d = m - s >= 0 (invalid lanes: anything, masked at the end)
+        v1, c1, l1, d1 = stage(
+            "d", unsigned(W), take & second, beat.count, beat.last, [row_m - beat.values[i] for i in range(lanes)]
+        )
+        const = self.constant
+        v2, c2, l2, t2 = stage(
+            "t", range(t_max + 1), v1, c1, l1, [(d * const + (1 << (shift - 1))) >> shift for d in d1]
+        )
+        exps = []
+        n_bits = fmt.lut_width.bit_length()
+        for t in t2:
+            n, k = t >> fmt.lut_bits, t[: fmt.lut_bits]
+            exps.append(Mux(n <= fmt.lut_width, lut[k] >> n[:n_bits], 0))
+        v3, c3, l3, e3 = stage("e", unsigned(fmt.lut_width + 1), v2, c2, l2, exps)
+
+        mask3 = _lane_mask(c3, lanes)
+        ps = [Mux(mask3[i], (e3[i] * fmt.p_max + (1 << (fmt.lut_width - 1))) >> fmt.lut_width, 0) for i in range(lanes)]
+        out = self.p.payload
+        with m.If(advance):
+            m.d.sync += [self.p.valid.eq(v3), out.count.eq(c3), out.last.eq(l3)]
+            m.d.sync += [out.values[i].eq(ps[i]) for i in range(lanes)]
+
+        # ---- the row sum and the divider ---------------------------------------
+        z_acc = Signal(z_width)
+        beat_sum = Signal(z_width)
+        z_row = Signal(z_width)
+        m.d.comb += [beat_sum.eq(sum(ps)), z_row.eq(z_acc + beat_sum)]
+        load = advance & v3 & l3
+        with m.If(advance & v3):
+            m.d.sync += z_acc.eq(Mux(l3, 0, z_row))
+
+        numerator = 1 << fmt.recip_bits
+        rem0, low = numerator >> Q, numerator & ((1 << Q) - 1)
+        rem = Signal(max(z_width + 1, rem0.bit_length()))
+        divisor = Signal(z_width)
+        bits = Signal(Q)  # the numerator's bits still to bring down, MSB first
+        quotient = Signal(Q)
+        steps = Signal(range(Q + 1))
+        running = Signal()
+        trial = Signal(len(rem) + 1)
+        m.d.comb += trial.eq((rem << 1) | bits[Q - 1])
+        m.d.comb += [self.r.payload.r.eq(quotient), self.r.payload.z.eq(divisor)]
+        with m.If(r_taken):
+            m.d.sync += self.r.valid.eq(0)
+        with m.If(running):
+            fits = trial >= divisor
+            m.d.sync += [
+                rem.eq(Mux(fits, trial - divisor, trial)),
+                quotient.eq((quotient << 1) | fits),
+                bits.eq(bits << 1),
+                steps.eq(steps - 1),
+            ]
+            with m.If(steps == 1):
+                m.d.sync += [running.eq(0), self.r.valid.eq(1)]
+        with m.If(load):
+            m.d.sync += [
+                divisor.eq(z_row),
+                rem.eq(rem0),
+                bits.eq(low),
+                quotient.eq(0),
+                steps.eq(Q),
+                running.eq(1),
+            ]
+        return m
+
+
+class OutputScaler(wiring.Component):
+    """``O = (acc * r + 2^(shift - 1)) >> shift``, ``shift = recip_bits -
+    out_frac_bits`` (floor shift, as Python's ``>>``), per lane: the last
+    step of :func:`~kaleido.golden.softmax.fixed_attention`.
+
+    Parameters
+    ----------
+    config : KaleidoConfig
+        ``lanes`` defaults to ``config.array_cols``.
+    fmt : SoftmaxFormat
+    lanes : int
+    acc_width : int
+        Width of the ``P V`` sums; the default holds ``|acc| <= N p_max 128``
+        for rows of up to :data:`MAX_TOKENS` tokens.
+
+    Ports: ``i`` (in stream, :func:`scaler_in_layout`), ``o`` (out stream,
+    :func:`scaler_out_layout`), one beat out per beat in, valid the cycle
+    after the transfer (:attr:`latency`). The output is ``8 +
+    out_frac_bits`` bits: enough when ``acc`` is a row of ``p V`` with int8
+    ``V`` and ``r`` that row's reciprocal (``|O| <= 2^(7 + out_frac_bits)``);
+    other inputs wrap.
+    """
+
+    def __init__(
+        self,
+        config: KaleidoConfig | None = None,
+        fmt: SoftmaxFormat | None = None,
+        lanes: int | None = None,
+        acc_width: int | None = None,
+    ):
+        config = as_config(config)
+        self._fmt = _check_fmt(fmt)
+        self._lanes = _check_count("lanes", lanes, config.array_cols)
+        self._acc_width = _check_count("acc_width", acc_width, default_acc_width(self._fmt), 2)
+        super().__init__(
+            {
+                "i": In(stream.Signature(scaler_in_layout(self._fmt, self._lanes, self._acc_width))),
+                "o": Out(stream.Signature(scaler_out_layout(self._fmt, self._lanes))),
+            }
+        )
+
+    @property
+    def lanes(self) -> int:
+        return self._lanes
+
+    @property
+    def acc_width(self) -> int:
+        return self._acc_width
+
+    @property
+    def latency(self) -> int:
+        """Cycles from a beat's transfer on ``i`` to its result on ``o``: 1."""
+        return 1
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, lanes = self._fmt, self._lanes
+        shift = fmt.recip_bits - fmt.out_frac_bits
+        beat, out = self.i.payload, self.o.payload
+        m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready)
+        mask = _lane_mask(beat.count, lanes)
+        with m.If(self.i.ready):
+            m.d.sync += [self.o.valid.eq(self.i.valid), out.count.eq(beat.count), out.last.eq(beat.last)]
+            for i in range(lanes):
+                scaled = (beat.acc[i] * beat.r + (1 << (shift - 1))) >> shift
+                m.d.sync += out.values[i].eq(Mux(mask[i], scaled, 0))
+        return m
