@@ -14,6 +14,9 @@ from .checks import check_side, check_split, check_thresholds, is_int
 
 __all__ = [
     "KaleidoConfig",
+    "SoftmaxFormat",
+    "CoreConfig",
+    "MAX_CORE_TOKENS",
     "PRESETS",
     "PRODUCT_BOUND",
     "signed_width",
@@ -252,6 +255,97 @@ class SoftmaxFormat:
         ``np.round(np.exp2(...))`` for several formats."""
         size = 1 << self.lut_bits
         return tuple(round(2.0 ** (self.lut_width - k / size)) for k in range(size))
+
+
+#: most tokens a head may have on the attention core (issue 13, spec sec. 12)
+MAX_CORE_TOKENS = 32768
+
+
+@dataclasses.dataclass(frozen=True)
+class CoreConfig:
+    """The attention core's tiling and memory (issue 13, docs/CORE.md).
+
+    Parameters
+    ----------
+    tile : (int, int, int)
+        The tile box ``(t, y, x)`` in grid tokens; a query tile and a key
+        tile are boxes of this shape aligned at multiples of it (clipped at
+        the grid's edge). Each extent is even, so every anchor/follower
+        pair of every channel group lies inside one tile and tile-local
+        reuse equals the head's (:func:`kaleido.loopnest.tile_boxes`).
+    port_bytes : int
+        External memory port width, bytes per cycle.
+    mem_latency : int
+        Cycles from a read request to its first data beat.
+    max_tokens : int
+        Largest head the core addresses (at most 32,768).
+    s_pass : str
+        How the softmax's second pass gets ``S``: ``"spill"`` writes the
+        first pass's S tiles to external memory (``s_bytes`` per score) and
+        reads them back; ``"recompute"`` runs ``Q K^T`` again. Same values
+        either way; spilling trades memory traffic for half the ``Q K^T``
+        work (docs/CORE.md).
+    """
+
+    tile: tuple = (2, 4, 8)
+    port_bytes: int = 16
+    mem_latency: int = 32
+    max_tokens: int = MAX_CORE_TOKENS
+    s_pass: str = "spill"
+
+    #: bytes of one spilled score (``buffer_width`` bits, 23 at d = 128)
+    s_bytes = 3
+
+    def __post_init__(self):
+        tile = self.tile
+        if (
+            not isinstance(tile, (tuple, list))
+            or len(tile) != 3
+            or not all(is_int(x) and x >= 2 and x % 2 == 0 for x in tile)
+        ):
+            raise ValueError(f"tile must be three even extents >= 2 (t, y, x), not {tile!r}")
+        object.__setattr__(self, "tile", tuple(int(x) for x in tile))
+        for field in ("port_bytes", "mem_latency", "max_tokens"):
+            value = getattr(self, field)
+            kind = "non-negative" if field == "mem_latency" else "positive"
+            if not is_int(value) or value < (0 if field == "mem_latency" else 1):
+                raise ValueError(f"{field} must be a {kind} integer, not {value!r}")
+        if self.max_tokens > MAX_CORE_TOKENS:
+            raise ValueError(f"max_tokens must be at most {MAX_CORE_TOKENS}, not {self.max_tokens!r}")
+        if self.s_pass not in ("spill", "recompute"):
+            raise ValueError(f"s_pass must be 'spill' or 'recompute', not {self.s_pass!r}")
+
+    @property
+    def tile_tokens(self) -> int:
+        """Tokens of a full tile (queries of a query tile, keys of a key tile)."""
+        t, y, x = self.tile
+        return t * y * x
+
+    def buffers(self, config: KaleidoConfig | None = None, fmt: SoftmaxFormat | None = None) -> dict[str, dict]:
+        """Every on-chip buffer: ``words``, ``width`` (bits), ``banks`` and
+        ``bits`` in total. Set by the configuration only, never by N: the
+        Q tile, two K and two V tiles (double-buffered loads), the S tile,
+        the P tile, the O accumulators and the per-row softmax state (row
+        maximum, sum, reciprocal)."""
+        config = config or KaleidoConfig()
+        fmt = fmt or SoftmaxFormat()
+        t, d = self.tile_tokens, config.d
+        score = config.buffer_width()
+        o_acc = signed_width(self.max_tokens * fmt.p_max * 128)
+        row = score + (self.max_tokens * fmt.p_max).bit_length() + fmt.recip_width
+        spec = {
+            "q_tile": (t, 8 * d, 1),
+            "k_tiles": (2 * t, 8 * d, 2),
+            "v_tiles": (2 * t, 8 * d, 2),
+            "s_tile": (t * t, score, config.array_rows * config.array_cols),
+            "p_tile": (t * t, fmt.p_bits, 1),
+            "o_acc": (t * d, o_acc, 1),
+            "row_state": (t, row, 1),
+        }
+        return {
+            name: {"words": words, "width": width, "banks": banks, "bits": words * width}
+            for name, (words, width, banks) in spec.items()
+        }
 
 
 #: channel splits of the paper's two models (spec sec. 2)

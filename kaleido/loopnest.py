@@ -32,6 +32,8 @@ __all__ = [
     "PvPass",
     "pv_chunk",
     "pv_passes",
+    "Box",
+    "tile_boxes",
 ]
 
 #: reuse direction of each channel group (t-, x-, y-channels) as a grid axis
@@ -176,3 +178,37 @@ def pv_passes(config: KaleidoConfig, grid, split=None, n_queries: int | None = N
                 queries = np.arange(qs.start, qs.stop)
                 for k, us in enumerate(chunks(len(u), chunk)):
                     yield PvPass(g, channels, queries, u[us], k == 0)
+
+
+# -- tiles of the attention core (issue 13, docs/CORE.md) --------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """A tile: the grid tokens ``origin + [0, shape)`` (``(t, y, x)``),
+    ``tokens`` their flat indices in the tile's own ``(t, y, x)`` order."""
+
+    origin: tuple[int, int, int]
+    shape: tuple[int, int, int]
+    tokens: np.ndarray = dataclasses.field(compare=False, repr=False)
+
+
+def tile_boxes(grid, tile) -> list[Box]:
+    """The grid cut into boxes of ``tile`` (``(t, y, x)``, even extents)
+    aligned at multiples of it, clipped at the grid's edge, in ``t``, ``y``,
+    ``x`` order. Every extent even means every anchor (an even coordinate
+    along its group's axis) has its follower in the same box, so a tile's
+    own pairing (:func:`pairs` on ``shape``) is the head's restricted to the
+    tile: tile-local reuse classes equal the head's."""
+    T, H, W = check_grid(grid)
+    if len(tile) != 3 or any(int(e) < 2 or int(e) % 2 for e in tile):
+        raise ValueError(f"tile must be three even extents >= 2 (t, y, x), not {tile!r}")
+    bt, by, bx = (int(e) for e in tile)
+    idx = np.arange(T * H * W, dtype=np.int64).reshape(T, H, W)
+    out = []
+    for t0 in range(0, T, bt):
+        for y0 in range(0, H, by):
+            for x0 in range(0, W, bx):
+                sub = idx[t0 : t0 + bt, y0 : y0 + by, x0 : x0 + bx]
+                out.append(Box((t0, y0, x0), sub.shape, sub.ravel()))
+    return out

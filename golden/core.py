@@ -1,0 +1,127 @@
+"""Attention tile by tile, as the attention core computes it (issue 13,
+docs/CORE.md): bounded buffers, a two-pass softmax.
+
+For each query tile: pass 1 walks every key tile, computes the ``S`` tile
+and keeps each row's running maximum (and, with ``s_pass="spill"``, writes
+the tile to external memory); pass 2 walks them again, reads the ``S`` tile
+back (or recomputes it), turns it into P with the row's final maximum, adds the row sums and
+accumulates ``P V`` into the tile's O accumulators; then one reciprocal per
+row scales O. Every reuse decision is tile-local (the tile's own pairing
+and classes), which :func:`kaleido.loopnest.tile_boxes` makes equal to the
+head's, and every sum is an exact integer sum, so the result equals
+:func:`kaleido.golden.softmax.fixed_reuse_attention` bit for bit: the
+tiling changes where numbers live and how long it takes, never a value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..checks import check_qkv, check_scales, check_thresholds
+from ..config import CoreConfig, SoftmaxFormat
+from ..loopnest import Box, tile_boxes
+from .pv import v_effective
+from .reuse import effective, exact_matmul
+from .softmax import exp2_table, head_constant
+
+__all__ = ["TileStats", "tile_operands", "core_attention"]
+
+
+@dataclasses.dataclass
+class TileStats:
+    """What one head's tiled walk touched: S tiles computed (once per
+    query/key tile pair, twice with ``recompute``), bytes read (Q once per
+    query tile, K in pass 1 and again with ``recompute``, V in pass 2, the
+    spilled S) and written (the spilled S, O at 2 bytes per value), and the
+    largest number of S and O entries live at once (bounded by the tile,
+    whatever N)."""
+
+    s_tiles: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    peak_s: int = 0
+    peak_o: int = 0
+
+
+def tile_operands(Z: np.ndarray, box: Box, split, F: int, P: int, side: str) -> np.ndarray:
+    """Effective operands of one tile from the tile's own pairing: ``row``
+    (Q), ``column`` (K) or ``v`` (V: FULL followers only)."""
+    sub = Z[box.tokens]
+    if side == "v":
+        return v_effective(sub, box.shape, split, F)
+    return effective(sub, box.shape, split, F, P, side=side)
+
+
+def _exp(d: np.ndarray, c: int, fmt: SoftmaxFormat) -> np.ndarray:
+    """``p`` of ``d = m - S`` (steps 2-4 of :mod:`kaleido.golden.softmax`)."""
+    shift = fmt.exp_frac_bits - fmt.lut_bits
+    t = (d * c + (1 << (shift - 1))) >> shift
+    n, k = t >> fmt.lut_bits, t & ((1 << fmt.lut_bits) - 1)
+    e = np.where(n <= fmt.lut_width, exp2_table(fmt)[k] >> np.minimum(n, 63), 0)
+    return (e * fmt.p_max + (1 << (fmt.lut_width - 1))) >> fmt.lut_width
+
+
+def core_attention(
+    Q,
+    K,
+    V,
+    grid,
+    split,
+    F: int = 5,
+    P: int = 3,
+    *,
+    scales,
+    core: CoreConfig | None = None,
+    fmt: SoftmaxFormat | None = None,
+) -> tuple[np.ndarray, TileStats]:
+    """Integer O (int64 ``(N, d)``, scale ``v_scale / 2^out_frac_bits``) of
+    a head, tile by tile; and the walk's :class:`TileStats`."""
+    core = core or CoreConfig()
+    fmt = fmt or SoftmaxFormat()
+    grid, split = check_qkv(Q, K, V, grid, split)
+    F, P = check_thresholds(F, P)
+    qs, ks, _ = check_scales(scales)
+    n, d = Q.shape
+    if n > core.max_tokens:
+        raise ValueError(f"the head has {n} tokens; the core addresses at most {core.max_tokens} (max_tokens)")
+    c = head_constant(qs * ks / math.sqrt(d), fmt)
+    boxes = tile_boxes(grid, core.tile)
+    stats = TileStats()
+    out = np.zeros((n, d), dtype=np.int64)
+    shift = fmt.recip_bits - fmt.out_frac_bits
+    for qb in boxes:
+        q_eff = tile_operands(Q, qb, split, F, P, "row")
+        stats.bytes_read += q_eff.size
+        m = np.full(len(qb.tokens), np.iinfo(np.int64).min, dtype=np.int64)
+        spilled: list[np.ndarray] = []  # the external memory's S tiles
+        for kb in boxes:  # pass 1: S tiles and the row maxima
+            s = exact_matmul(q_eff, tile_operands(K, kb, split, F, P, "column").T)
+            m = np.maximum(m, s.max(axis=1))
+            stats.s_tiles += 1
+            stats.bytes_read += len(kb.tokens) * d
+            stats.peak_s = max(stats.peak_s, s.size)
+            if core.s_pass == "spill":
+                spilled.append(s)
+                stats.bytes_written += core.s_bytes * s.size
+        z = np.zeros(len(qb.tokens), dtype=np.int64)
+        acc = np.zeros((len(qb.tokens), d), dtype=np.int64)
+        for i, kb in enumerate(boxes):  # pass 2: P, the row sums, P V
+            if core.s_pass == "spill":
+                s = spilled[i]
+                stats.bytes_read += core.s_bytes * s.size
+            else:
+                s = exact_matmul(q_eff, tile_operands(K, kb, split, F, P, "column").T)
+                stats.s_tiles += 1
+                stats.bytes_read += len(kb.tokens) * d
+            p = _exp(m[:, None] - s, c, fmt)
+            z += p.sum(axis=1)
+            acc += p @ tile_operands(V, kb, split, F, P, "v").astype(np.int64)
+            stats.bytes_read += len(kb.tokens) * d
+            stats.peak_o = max(stats.peak_o, acc.size)
+        r = (1 << fmt.recip_bits) // z
+        out[qb.tokens] = (acc * r[:, None] + (1 << (shift - 1))) >> shift
+        stats.bytes_written += 2 * acc.size
+    return out, stats
