@@ -21,7 +21,7 @@ help:
 	@echo "make formal     SymbiYosys proofs (z3): stream rule on the dispatcher blocks' outputs, PE products for all int8"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s)"
 	@echo "make clean      remove build/ (generated files)"
@@ -68,6 +68,7 @@ bench: $(STAMP)
 	$(PY) -m kaleido.bench.dispatch --out build/bench/dispatch.json
 	$(PY) -m kaleido.bench.model --out build/bench/model.json
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
+	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
 
 tables: $(STAMP)
 	$(PY) -m kaleido.bench.tables --out docs/GOLDEN_TABLE.md --csv build/tables/golden.csv

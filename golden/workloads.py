@@ -30,6 +30,8 @@ from ..config import PRESETS
 __all__ = [
     "Workload",
     "synthetic_video",
+    "video_activations",
+    "linear_weights",
     "random_workload",
     "constant_workload",
     "quantise",
@@ -191,6 +193,44 @@ def _layer_norm(x):
     return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6)
 
 
+def _embedded_tokens(rng, grid, motion, seed, patch, image, d_model) -> np.ndarray:
+    """The patchified frames, embedded to ``d_model`` and layer-normed:
+    float64 ``(N, d_model)``, the input of the Q, K, V projections."""
+    frames = video_frames(grid, motion, patch=patch, image=image, seed=seed)
+    T, H, W = grid
+    tokens = frames.reshape(T, H, patch, W, patch, 3).transpose(0, 1, 3, 2, 4, 5)
+    tokens = tokens.reshape(T * H * W, patch * patch * 3)
+    embed = rng.standard_normal((tokens.shape[1], d_model)) / np.sqrt(tokens.shape[1])
+    return _layer_norm((tokens - tokens.mean()) @ embed)
+
+
+def video_activations(grid=(4, 8, 8), motion="slow", seed=0, *, d_model=256, patch=8, image="astronaut"):
+    """The activations a DiT block's linear layers see, from the same moving
+    photograph as :func:`synthetic_video` (the patchified, embedded,
+    layer-normed tokens before the projections; the same tokens as
+    ``synthetic_video(..., seed=seed, d_model=d_model)`` projects). Returns
+    ``(X, scale, Xf)``: int8 ``(N, d_model)``, its scale and the float
+    activations."""
+    grid = check_grid(grid)
+    if not isinstance(d_model, numbers.Integral) or d_model < 1:
+        raise ValueError(f"d_model must be a positive integer, not {d_model!r}")
+    x = _embedded_tokens(np.random.default_rng(seed), grid, motion, seed, patch, image, int(d_model))
+    q, s = quantise(x)
+    return q, s, x
+
+
+def linear_weights(d_in: int, d_out: int, seed: int = 0):
+    """A seeded weight matrix of a linear layer (Gaussian, ``1/sqrt(d_in)``
+    scale, as at initialisation), quantised to int8: ``(W, scale, Wf)``,
+    ``W`` of shape ``(d_in, d_out)``."""
+    for name, v in (("d_in", d_in), ("d_out", d_out)):
+        if not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, not {v!r}")
+    wf = np.random.default_rng(seed + 7919).standard_normal((int(d_in), int(d_out))) / np.sqrt(d_in)
+    w, s = quantise(wf)
+    return w, s, wf
+
+
 def synthetic_video(
     preset="hunyuan",
     grid=(4, 8, 8),
@@ -227,12 +267,7 @@ def synthetic_video(
     d = sum(split)
     d_model = d_model or 2 * d
     rng = np.random.default_rng(seed)
-    frames = video_frames(grid, motion, patch=patch, image=image, seed=seed)
-    T, H, W = grid
-    tokens = frames.reshape(T, H, patch, W, patch, 3).transpose(0, 1, 3, 2, 4, 5)
-    tokens = tokens.reshape(T * H * W, patch * patch * 3)
-    embed = rng.standard_normal((tokens.shape[1], d_model)) / np.sqrt(tokens.shape[1])
-    x = _layer_norm((tokens - tokens.mean()) @ embed)
+    x = _embedded_tokens(rng, grid, motion, seed, patch, image, d_model)
     proj = [rng.standard_normal((d_model, d)) / np.sqrt(d_model) for _ in range(3)]
     qf, kf, vf = (x @ w for w in proj)
     for t in (qf, kf):

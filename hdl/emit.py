@@ -24,6 +24,7 @@ from .pv_array import PvArray
 from .pv_dispatcher import PvDispatcher
 from .scheduler import Scheduler
 from .softmax import OutputScaler, SoftmaxUnit
+from .window_detector import WindowDetector
 
 __all__ = ["DESIGNS", "emit", "module_name"]
 
@@ -34,6 +35,7 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "mac_pe": lambda cfg: MacPE(cfg.acc_width),
     "dense_array": DenseArray,
     "detector": ReuseDetector,
+    "window_detector": WindowDetector,
     "scheduler": Scheduler,
     "matcher": Matcher,
     "dispatched_array": DispatchedArray,

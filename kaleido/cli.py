@@ -56,6 +56,20 @@ def _perf_parser(sub):
     src.add_argument("--motion", default="slow", choices=["slow", "fast"])
     src.add_argument("--seed", type=int, default=0)
     src.add_argument("--spread", type=float, default=None, help="Q/K channel-magnitude sigma")
+    src.add_argument(
+        "--op",
+        default="attention",
+        choices=["attention", "linear"],
+        help="attention (a head: Q K^T, softmax, P V) or linear (a layer X W with reuse on the activations)",
+    )
+    lin = p.add_argument_group("linear layer (--op linear; synthetic video activations, seeded weights)")
+    lin.add_argument("--d-model", type=int, default=256, help="activation width d_in (default 256)")
+    lin.add_argument(
+        "--d-out", type=int, default=None, help="output features (default 4 x d_model: an MLP up-projection)"
+    )
+    lin.add_argument("--window-axis", default="t", choices=["t", "y", "x"], help="activation window axis (default t)")
+    lin.add_argument("--theta1", type=float, default=2.0, help="eq. 5 FULL threshold, int8 units (default 2.0)")
+    lin.add_argument("--theta2", type=float, default=8.0, help="eq. 5 PARTIAL threshold (default 8.0)")
     hw = p.add_argument_group("hardware")
     hw.add_argument("--variant", default="full", choices=["pe", "pe-sh", "pe-m", "full"])
     add_config_arguments(src)  # --preset: the workload's split, and the configuration's name
@@ -102,8 +116,56 @@ def _load_workload(args):
     return synthetic_video(args.preset, args.grid, args.motion, args.seed, spread=spread)
 
 
+def _perf_linear(args) -> int:
+    from .config import LinearReuse
+    from .golden.linear import linear_quality
+    from .golden.workloads import linear_weights, video_activations
+    from .model import linear_cycles
+
+    if args.workload:
+        raise ValueError(
+            "--op linear runs synthetic activations (--grid, --motion, --seed, --d-model); "
+            f"a workload file holds attention heads, not {args.workload!r}"
+        )
+    if args.d_model < 1:
+        raise ValueError(f"--d-model must be a positive integer, not {args.d_model}")
+    d_out = 4 * args.d_model if args.d_out is None else args.d_out
+    if d_out < 1:
+        raise ValueError(f"--d-out must be a positive integer, not {d_out}")
+    rule = LinearReuse(args.window_axis, args.theta1, args.theta2)
+    cfg = config_from_args(args, array_rows=args.array_size[0], array_cols=args.array_size[1])
+    X, _, _ = video_activations(args.grid, args.motion, args.seed, d_model=args.d_model)
+    W, _, _ = linear_weights(args.d_model, d_out, args.seed)
+    t0 = time.time()
+    r = linear_cycles(X, d_out, args.grid, cfg, rule, variant=args.variant, arrays=args.arrays, pass_gap=args.pass_gap)
+    result = r.as_dict()
+    result["op"] = "linear"
+    result["layer"] = {"n": int(X.shape[0]), "d_in": args.d_model, "d_out": d_out, "grid": list(args.grid)}
+    result["rule"] = {"axis": rule.axis, "theta1": rule.theta1, "theta2": rule.theta2, "limits": list(rule.limits)}
+    if args.quality == "on" or (args.quality == "auto" and X.shape[0] <= 4096):
+        result["quality"] = {"vs_int8": linear_quality(X, W, args.grid, rule)}
+    result["model_seconds"] = time.time() - t0
+    print(f"linear layer: N={X.shape[0]} d_in={args.d_model} d_out={d_out} grid={tuple(args.grid)} ({args.motion})")
+    print(f"reuse: windows of 2 along {rule.axis}, theta1 {rule.theta1}, theta2 {rule.theta2}")
+    print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  utilization {r.utilization:.1%}")
+    print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
+    if "quality" in result:
+        q = result["quality"]["vs_int8"]
+        print(f"quality vs int8 X W: PSNR {q['psnr']:.1f} dB, cosine {q['cosine']:.5f}")
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
+
+
 def _perf(args):
     from kaleido.golden import reuse_attention
+
+    if args.pass_gap < 0:
+        raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
+    if args.op == "linear":
+        return _perf_linear(args)
 
     from .model import VARIANTS, run_model
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import numbers
 
 from .checks import check_side, check_split, check_thresholds, is_int
 
@@ -16,6 +18,8 @@ __all__ = [
     "KaleidoConfig",
     "SoftmaxFormat",
     "CoreConfig",
+    "LinearReuse",
+    "AXES",
     "MAX_CORE_TOKENS",
     "PRESETS",
     "PRODUCT_BOUND",
@@ -346,6 +350,37 @@ class CoreConfig:
             name: {"words": words, "width": width, "banks": banks, "bits": words * width}
             for name, (words, width, banks) in spec.items()
         }
+
+
+#: grid axis index by name
+AXES = {"t": 0, "y": 1, "x": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearReuse:
+    """The activation-reuse rule of the linear layers: the window axis
+    (``"t"``, ``"y"`` or ``"x"``) and eq. 5's thresholds in int8 units
+    (``0 <= theta1 < theta2``). The defaults were chosen by measurement
+    (docs/LINEAR.md); :mod:`kaleido.golden.linear` is the algorithm and
+    ``kaleido.hdl.window_detector`` the detector."""
+
+    axis: str = "t"
+    theta1: float = 2.0
+    theta2: float = 8.0
+
+    def __post_init__(self):
+        if self.axis not in AXES:
+            raise ValueError(f"axis must be one of {sorted(AXES)}, not {self.axis!r}")
+        t1, t2 = self.theta1, self.theta2
+        if not (isinstance(t1, numbers.Real) and isinstance(t2, numbers.Real)) or not 0 <= t1 < t2 <= 128:
+            raise ValueError(f"thresholds must satisfy 0 <= theta1 < theta2 <= 128, not {t1!r}, {t2!r}")
+
+    @property
+    def limits(self) -> tuple[int, int]:
+        """The detector's integer limits ``(full, partial)``: a follower is
+        FULL when ``|a - b| <= full`` (``|a - b| / 2 < theta1``), PARTIAL
+        when ``|a - b| <= partial``; -1 means never."""
+        return math.ceil(2 * self.theta1) - 1, math.ceil(2 * self.theta2) - 1
 
 
 #: channel splits of the paper's two models (spec sec. 2)

@@ -57,6 +57,7 @@ __all__ = [
     "EngineTiming",
     "engine_cycles",
     "scheduler_cycles",
+    "linear_cycles",
     "PvTiming",
     "pv_cycles",
     "attention_stages",
@@ -176,51 +177,22 @@ def _group_masks(tags, size):
     return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
 
 
-def run_model(
-    Q,
-    K,
-    grid,
-    split,
-    config: KaleidoConfig | None = None,
-    *,
-    variant="full",
-    arrays: int = 1,
-    pass_gap: int = 0,
-    progress=None,
-    quality=None,
-) -> ModelResult:
-    """Model one head ``Q K^T`` (int8 ``(N, d)``) on ``arrays`` Kaleido arrays.
-
-    ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats per pass (see
-    module doc); ``progress(done, total)`` is called per batch.
-    """
-    grid, split = check_qk(Q, K, grid, split)
-    cfg = config or KaleidoConfig(split=tuple(split))
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
-    if not isinstance(arrays, int) or arrays < 1:
-        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
-    use_sched, use_match = VARIANTS[variant]
+def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int, pass_gap: int, progress=None):
+    """The array's beats over a loop nest given, per batch, the row and
+    column units' tags in pass order (``(tq, tk)``, uint8 ``(U, n)``):
+    ``(per_array, phase_beats, phase_slots, passes, batch_beats)``. Passes
+    are row group outer, column group inner, dealt round-robin."""
+    _, use_match = VARIANTS[variant]
     R, C = cfg.array_rows, cfg.array_cols
-    n_tok, d = Q.shape
-    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
-    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
     table = need_table(cfg.accumulators)
     separable = [_separability(table[p]) for p in Phase]
-    state = {"row": LFSR_SEED, "column": LFSR_SEED}
     per_array = np.zeros(arrays, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
     phase_slots = [0, 0, 0, 0]
     n_pass = 0
     batch_beats = []
-    nest = batches(cfg, grid, split)
-    for batch in nest:
-        ch = batch.channels
-        tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
-        if use_sched:
-            perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
-            perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
-            tq, tk = tq[perm_r], tk[perm_c]
+    for index, (tq, tk) in enumerate(tags):
+        n_ch = tq.shape[1]
         qm = _group_masks(tq, R)  # (Gr, n)
         km = _group_masks(tk, C)  # (Gc, n)
         Gr, Gc = len(qm), len(km)
@@ -232,7 +204,7 @@ def run_model(
                 uq, inv_q = np.unique(qm, axis=0, return_inverse=True)
                 uk, inv_k = np.unique(km, axis=0, return_inverse=True)
                 su = np.zeros((len(uq), len(uk)), dtype=np.int64)
-                step = max(1, (1 << 22) // max(1, len(uk) * len(ch)))
+                step = max(1, (1 << 22) // max(1, len(uk) * n_ch))
                 for g0 in range(0, len(uq), step):
                     su[g0 : g0 + step] = _slots(
                         table[phase][uq[g0 : g0 + step, None, :], uk[None, :, :]], use_match, cfg.lookahead
@@ -259,7 +231,54 @@ def run_model(
         per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
         n_pass += flat.size
         if progress:
-            progress(batch.index + 1, len(nest))
+            progress(index + 1, n_batches)
+    return per_array, phase_beats, phase_slots, n_pass, batch_beats
+
+
+def run_model(
+    Q,
+    K,
+    grid,
+    split,
+    config: KaleidoConfig | None = None,
+    *,
+    variant="full",
+    arrays: int = 1,
+    pass_gap: int = 0,
+    progress=None,
+    quality=None,
+) -> ModelResult:
+    """Model one head ``Q K^T`` (int8 ``(N, d)``) on ``arrays`` Kaleido arrays.
+
+    ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats per pass (see
+    module doc); ``progress(done, total)`` is called per batch.
+    """
+    grid, split = check_qk(Q, K, grid, split)
+    cfg = config or KaleidoConfig(split=tuple(split))
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
+    if not isinstance(arrays, int) or arrays < 1:
+        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    use_sched, _ = VARIANTS[variant]
+    n_tok, d = Q.shape
+    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
+    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    nest = batches(cfg, grid, split)
+    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+
+    def tags():
+        for batch in nest:
+            ch = batch.channels
+            tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
+            if use_sched:
+                perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
+                perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
+                tq, tk = tq[perm_r], tk[perm_c]
+            yield tq, tk
+
+    walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
+    per_array, phase_beats, phase_slots, n_pass, batch_beats = walk
+    R, C = cfg.array_rows, cfg.array_cols
     start = 1 if pass_gap else 0
     cycles = int(per_array.max()) + start + R + C - 1
     total_beats = int(per_array.sum())
@@ -279,6 +298,75 @@ def run_model(
         arrays=arrays,
         variant=variant,
         quality=quality,
+        batch_beats=batch_beats,
+    )
+
+
+def linear_cycles(
+    X,
+    d_out: int,
+    grid,
+    config: KaleidoConfig | None = None,
+    rule=None,
+    *,
+    variant: str = "full",
+    arrays: int = 1,
+    pass_gap: int = 0,
+) -> ModelResult:
+    """Model a linear layer ``X W`` (int8 activations ``(N, d_in)``, ``d_out``
+    outputs) with reuse on the activations (issue 17,
+    :mod:`kaleido.golden.linear`): the ``Q K^T`` array walk with the
+    activation units as rows and pairs of output features (tag NONE) as
+    columns, batches over ``d_in``; the scheduler orders the rows only.
+    Dense: ``ceil(N/R) ceil(d_out/C) d_in + R + C - 1``. Timing as
+    :func:`run_model` (``pass_gap=1`` for the RTL's ``DispatchedArray``)."""
+    from .golden.linear import LinearReuse, linear_batches, linear_classes, linear_op_counts, weight_units
+
+    cfg = config or KaleidoConfig()
+    rule = rule or LinearReuse()
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
+    if not isinstance(arrays, int) or arrays < 1:
+        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    _, xcls = linear_classes(X, grid, rule)
+    n_tok, d_in = X.shape
+    wu = weight_units(int(d_out))
+    wcls = np.zeros((int(d_out), d_in), dtype=np.uint8)  # NONE
+    nest = linear_batches(cfg, d_in, tuple(grid), rule)
+    use_sched, _ = VARIANTS[variant]
+    state = LFSR_SEED
+
+    def tags():
+        nonlocal state
+        for batch in nest:
+            ch = batch.channels
+            tq = unit_tags(batch.units, xcls, ch)
+            if use_sched:
+                perm, state = unit_order(tq, cfg, "row", state)
+                tq = tq[perm]
+            yield tq, unit_tags(wu, wcls, ch)
+
+    per_array, phase_beats, phase_slots, n_pass, batch_beats = _walk(
+        tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap
+    )
+    R, C = cfg.array_rows, cfg.array_cols
+    cycles = int(per_array.max()) + (1 if pass_gap else 0) + R + C - 1
+    total_beats = int(per_array.sum())
+    dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(d_out / C) / arrays) * d_in + R + C - 1
+    counts = linear_op_counts(X, grid, int(d_out), rule)
+    hw = counts["hw4" if cfg.accumulators == 4 else "hw3"]
+    return ModelResult(
+        cycles=cycles,
+        dense_cycles=dense_cycles,
+        speedup=dense_cycles / cycles,
+        utilization=hw / (2 * R * C * total_beats) if total_beats else 0.0,
+        ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
+        phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
+        passes=n_pass,
+        beats=total_beats,
+        arrays=arrays,
+        variant=variant,
+        quality=None,
         batch_beats=batch_beats,
     )
 

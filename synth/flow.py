@@ -63,6 +63,7 @@ REPORT_DESIGNS = {
     "baseline_array": "dense_array",
     "kaleido_array": "kaleido_array",
     "detector": "detector",
+    "window_detector": "window_detector",
     "scheduler": "scheduler",
     "matcher": "matcher",
     "pv_dispatcher": "pv_dispatcher",

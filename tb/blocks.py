@@ -28,6 +28,7 @@ from kaleido.tb.benches import array_bench, dispatched_bench, pe_bench, pv_bench
 from kaleido.tb.dispatch_cases import detector_case, matcher_case, scheduler_case
 from kaleido.tb.driver import expected_drains, pe_beat
 from kaleido.tb.kit import Backend, simulate
+from kaleido.tb.linear_cases import window_detector_case
 from kaleido.tb.passes import make_workload, pass_words, random_pass
 from kaleido.tb.softmax_cases import scaler_case, softmax_bench, softmax_case
 
@@ -42,12 +43,15 @@ BLOCKS = {
     "array": "kaleido_array",
     "dispatched": "dispatched_array",
     "pv": "pv_array",
+    "window_detector": "window_detector",
+    "linear": "dispatched_array",
     "softmax": "softmax",
     "output_scaler": "output_scaler",
 }
 SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
 _STREAM_CASES.update({"softmax": (softmax_case, 10), "output_scaler": (scaler_case, 12)})  # rows
+_STREAM_CASES["window_detector"] = (window_detector_case, 150)
 #: stream blocks with their own bench (not one ``i`` -> ``o`` stream)
 _OWN_BENCHES = {"softmax": softmax_bench}
 
@@ -133,6 +137,15 @@ def _pv_head(case: Case) -> tuple[list[int], list]:
     return pv_words(cfg, P, V, (2, 3, 4), cfg.split)
 
 
+def _linear_layer(case: Case) -> tuple[list[int], list]:
+    """The pass words of a small linear layer (``source``: the motion of
+    the video activations) and their golden beats."""
+    from kaleido.tb.linear_cases import LINEAR_GRID, linear_layer, linear_pass_words
+
+    X, W = linear_layer(case.source, case.seed)
+    return linear_pass_words(case.cfg, X, W, LINEAR_GRID)
+
+
 def _drains_json(drains: dict) -> dict:
     return {f"{r},{c}": [list(d) for d in v] for (r, c), v in drains.items()}
 
@@ -146,8 +159,9 @@ def stimulus(case: Case) -> tuple[list, Any]:
     if case.block == "pe":
         beats = _pe_beats(case)
         return beats, [list(d) for d in expected_drains(beats, 1, 1, cfg.accumulators, cfg.acc_width)[(0, 0)]]
-    if case.block in ("dispatched", "pv"):
-        words, beats = _dispatched_passes(case) if case.block == "dispatched" else _pv_head(case)
+    if case.block in ("dispatched", "pv", "linear"):
+        head = {"dispatched": _dispatched_passes, "pv": _pv_head, "linear": _linear_layer}[case.block]
+        words, beats = head(case)
         return words, _drains_json(
             expected_drains(beats, cfg.array_rows, cfg.array_cols, cfg.accumulators, cfg.acc_width)
         )
@@ -173,7 +187,7 @@ async def bench(be: Backend, case: Case) -> Any:
         return [list(d) for d in await pe_bench(be, cfg, inputs)]
     if case.block == "pv":  # out_stall drives hold
         return _drains_json((await pv_bench(be, cfg, inputs, in_stall=ins, hold=outs, seed=seed)).drains)
-    if case.block == "dispatched":  # the passes stream is always valid; out_stall drives hold
+    if case.block in ("dispatched", "linear"):  # the passes stream is always valid; out_stall drives hold
         return _drains_json((await dispatched_bench(be, cfg, inputs, hold=outs, seed=seed)).drains)
     return _drains_json((await array_bench(be, cfg, inputs, in_stall=ins, out_stall=outs, seed=seed)).drains)
 

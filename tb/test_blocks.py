@@ -21,6 +21,11 @@ def cases(block: str, seed: int) -> list[Case]:
             for kind in ("video", "random")
             for hold in ("none", "random")
         ]
+    if block == "linear":  # a small layer (batch 4: three batches of 12 -> 10 features), hold patterns
+        return [
+            Case(block, seed + k, "none", hold, source=motion, config=(("batch", 4),))
+            for k, (motion, hold) in enumerate([("slow", "none"), ("fast", "random"), ("slow", "every4")])
+        ]
     if block == "pv":  # a whole P V head (batch 4, odd split), both V kinds, every stall pattern
         small = (("batch", 4), ("split", (5, 3, 4)))
         return [
@@ -29,7 +34,7 @@ def cases(block: str, seed: int) -> list[Case]:
             for kind in ("video", "random")
         ]
     out = [Case(block, seed + k, i, o) for k, (i, o) in enumerate(STALLS)]
-    if block in ("detector", "matcher", "scheduler"):
+    if block in ("detector", "matcher", "scheduler", "window_detector"):
         out.append(Case(block, seed, "random", "random", source="workload"))
     return out
 

@@ -60,6 +60,33 @@ def test_perf_whole_attention(tmp_path, capsys):
     assert "stage pv" in out and "attention: cycles" in out
 
 
+def test_perf_linear(tmp_path, capsys):
+    """``--op linear``: the model of a layer, its JSON and its errors."""
+    from kaleido.config import LinearReuse
+    from kaleido.golden.workloads import video_activations
+    from kaleido.model import linear_cycles
+
+    j = tmp_path / "r.json"
+    argv = ["perf", "--op", "linear", "--grid", "2,4,4", "--d-model", "24", "--d-out", "40", "--theta1", "3"]
+    assert main([*argv, "--json", str(j)]) == 0
+    data = json.loads(j.read_text())
+    X, _, _ = video_activations((2, 4, 4), "slow", 0, d_model=24)
+    ref = linear_cycles(X, 40, (2, 4, 4), KaleidoConfig(), LinearReuse("t", 3.0, 8.0))
+    assert (data["cycles"], data["dense_cycles"], data["ops"]) == (ref.cycles, ref.dense_cycles, ref.ops)
+    assert data["layer"] == {"n": 32, "d_in": 24, "d_out": 40, "grid": [2, 4, 4]}
+    assert data["rule"]["limits"] == [5, 15] and data["quality"]["vs_int8"]["psnr"] > 30
+    assert "linear layer: N=32 d_in=24 d_out=40" in capsys.readouterr().out
+    for bad, message in (
+        (["--d-out", "0"], "--d-out must be a positive integer, not 0"),
+        (["--theta1", "9"], "thresholds must satisfy 0 <= theta1 < theta2 <= 128, not 9.0, 8.0"),
+        (["--workload", "x.npz"], "a workload file holds attention heads, not 'x.npz'"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(["perf", "--op", "linear", "--grid", "2,4,4", *bad])
+        assert e.value.code == 2
+        assert message in capsys.readouterr().err
+
+
 def test_perf_engine(tmp_path, capsys):
     from kaleido.model import engine_cycles
 

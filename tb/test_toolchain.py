@@ -75,6 +75,7 @@ def test_make_verilog(tmp_path):
         "mac_pe",
         "dense_array",
         "detector",
+        "window_detector",
         "scheduler",
         "matcher",
         "pv_dispatcher",
