@@ -38,6 +38,7 @@ from .reuse import exact_matmul
 
 __all__ = [
     "window_class",
+    "window_savings",
     "linear_classes",
     "linear_effective",
     "linear_output",
@@ -57,6 +58,38 @@ def window_class(anchor, follower, rule: LinearReuse | None = None) -> np.ndarra
     diff = np.abs(np.asarray(anchor, dtype=np.int64) - np.asarray(follower, dtype=np.int64))
     full, partial = rule.limits
     return np.where(diff <= full, Reuse.FULL, np.where(diff <= partial, Reuse.PARTIAL, Reuse.NONE)).astype(np.uint8)
+
+
+def window_savings(X, grid, axis: str, w: int, theta1: float) -> dict:
+    """Eq. 5 with windows of ``w`` tokens along ``axis`` (the first token
+    of a window its anchor, the last window possibly shorter): the share of
+    (token, channel) activations a FULL follower could take from its anchor
+    (``reusable``), and the layer input's error when they do
+    (``effective``, int8). A measurement for choosing ``w``; the array runs
+    windows of two (its PE holds a pair)."""
+    as_int8("X", X)
+    grid = check_grid(grid, X.shape[0])
+    if not isinstance(w, numbers.Integral) or w < 2:
+        raise ValueError(f"window size w must be an integer >= 2, not {w!r}")
+    ax = AXES[axis]
+    idx = np.arange(X.shape[0]).reshape(grid)
+    coord = np.moveaxis(np.indices(grid), 0, -1)[..., ax].ravel()
+    stride = int(np.prod(grid[ax + 1 :]))
+    anchor = idx.ravel() - (coord % w) * stride
+    xs = X.astype(np.float64)
+    count = np.bincount(anchor, minlength=X.shape[0]).astype(np.float64)[:, None]
+    total = np.zeros_like(xs)
+    np.add.at(total, anchor, xs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / count
+    sq = np.zeros_like(xs)
+    np.add.at(sq, anchor, (xs - mean[anchor]) ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = np.sqrt(sq / count)[anchor]
+    follower = (coord % w != 0)[:, None]
+    full = follower & (std < theta1)
+    eff = np.where(full, X[anchor], X)
+    return {"reusable": float(full.mean()), "effective": eff.astype(np.int8)}
 
 
 def linear_classes(X, grid, rule: LinearReuse | None = None) -> tuple[np.ndarray, np.ndarray]:

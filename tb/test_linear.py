@@ -143,6 +143,23 @@ def test_a_wrong_rule_is_caught():
     assert (cls == ABSENT).sum() == X.size // 2  # anchors are never followers
 
 
+def test_window_savings_of_two_is_the_array_rule():
+    """The golden window measurement at w = 2 is the array's rule; longer
+    windows are measured, not built."""
+    from kaleido.golden.linear import window_savings
+
+    grid = (4, 6, 6)
+    X, _, _ = video_activations(grid, "slow", 1, d_model=16)
+    rule = LinearReuse("t", 2.0, 8.0)
+    s = window_savings(X, grid, "t", 2, 2.0)
+    _, cls = linear_classes(X, grid, rule)
+    assert s["reusable"] == (cls == Reuse.FULL).mean()
+    assert (s["effective"] == linear_effective(X, grid, rule)).all()
+    assert window_savings(X, grid, "t", 4, 2.0)["reusable"] != s["reusable"]
+    with pytest.raises(ValueError, match="window size w must be an integer >= 2, not 1"):
+        window_savings(X, grid, "t", 1, 2.0)
+
+
 def test_bad_input_is_named():
     X = np.zeros((32, 12), np.int8)
     with pytest.raises(ValueError, match="axis must be one of .*, not 'z'"):

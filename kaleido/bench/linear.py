@@ -52,6 +52,26 @@ def rows(grid=(4, 16, 16), seed=0, d_model=256) -> list[dict]:
     return out
 
 
+def window_rows(grid=(4, 16, 16), seed=0, d_model=256) -> list[dict]:
+    """Windows longer than two (golden only: the array holds pairs): the
+    activations a FULL follower could reuse and the layer output's PSNR, at
+    theta1 = 2 along t."""
+    from ..golden.attention import metrics
+    from ..golden.linear import window_savings
+    from ..golden.reuse import exact_matmul
+
+    W, _, _ = linear_weights(d_model, 4 * d_model, seed)
+    out = []
+    for motion in ("slow", "fast"):
+        X, _, _ = video_activations(grid, motion, seed, d_model=d_model)
+        ref = exact_matmul(X, W).astype(float)
+        for w in (2, 3, 4, 8):
+            s = window_savings(X, grid, "t", w, 2.0)
+            q = metrics(exact_matmul(s["effective"], W).astype(float), ref)
+            out.append({"motion": motion, "w": w, "reusable": s["reusable"], "psnr_db": q["psnr"]})
+    return out
+
+
 def table(results: list[dict]) -> list[str]:
     lines = [
         "| motion | axis | (theta1, theta2) | multiplies saved | speedup | utilization | PSNR vs int8 (dB) |",
@@ -79,6 +99,16 @@ def main(argv=None) -> None:
         writer.writeheader()
         writer.writerows(results)
     print("\n".join(table(results)))
+    windows = window_rows(seed=args.seed)
+    with open(os.path.splitext(args.out)[0] + "_windows.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(windows[0]))
+        writer.writeheader()
+        writer.writerows(windows)
+    print()
+    print("| motion | window w | activations reusable | PSNR vs int8 (dB) |")
+    print("|---|---|---|---|")
+    for r in windows:
+        print(f"| {r['motion']} | {r['w']} | {r['reusable']:.1%} | {r['psnr_db']:.1f} |")
 
 
 if __name__ == "__main__":
