@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak formal synth bench tables report clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth bench tables report clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -19,6 +19,7 @@ help:
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
 	@echo "make formal     SymbiYosys proofs (z3): stream rule on the dispatcher blocks' outputs, PE products for all int8"
+	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json (~15 min)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
@@ -58,7 +59,11 @@ soak: $(STAMP)
 	KALEIDO_SOAK_CYCLES=$(SOAK_CYCLES) $(PY) -m pytest -s -m soak tb
 
 formal: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) -m formal tb
+	$(PY) -m kaleido.tb.formal
+	$(PY) -m pytest -n $(JOBS) -m formal tb/test_formal.py -k "seeded or report"
+
+mutate: $(STAMP)
+	$(PY) -m kaleido.tb.mutate
 
 synth: $(STAMP)
 	$(PY) -m kaleido.synth.flow

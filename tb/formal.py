@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In
 
 from kaleido.config import KaleidoConfig
 
-__all__ = ["StreamHolds", "PEArithmetic", "Proof", "PROOFS", "run_sby"]
+__all__ = ["StreamHolds", "PEArithmetic", "PEPvArithmetic", "Proof", "PROOFS", "run_sby"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -112,6 +112,41 @@ class PEArithmetic(wiring.Component):
         return m
 
 
+class PEPvArithmetic(wiring.Component):
+    """The PE from reset, one P V slot that ends its phase (T3), for every
+    int8 row operand pair, V value and select (SMT): it drains ``x * k``
+    with ``x`` one of ``0, r0, r1, r0 + r1`` (the 9-bit pre-add)."""
+
+    def __init__(self):
+        from kaleido.hdl.layouts import COL, ROW
+
+        super().__init__({"row": In(ROW), "col": In(COL)})
+
+    def elaborate(self, platform: Any) -> Module:
+        from amaranth import Mux, signed
+
+        from kaleido.hdl.encoding import Phase, PvSelect, SlotKind
+        from kaleido.hdl.pe import KaleidoPE
+
+        m = Module()
+        m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
+        first = Signal(init=1)
+        m.d.sync += first.eq(0)
+        m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
+        with m.If(first):
+            m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1), pe.ctl_in.pv.eq(1)]
+            m.d.comb += [pe.ctl_in.kind.eq(SlotKind.FULL8), pe.ctl_in.phase.eq(Phase.T3)]
+        r0, r1 = Signal(signed(8)), Signal(signed(8))
+        k, sel = Signal(8), Signal(2)
+        m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k), sel.eq(self.col.k0)]
+        x = Mux(sel == PvSelect.R0, r0, Mux(sel == PvSelect.R1, r1, Mux(sel == PvSelect.SUM, r0 + r1, 0)))
+        expected = Signal(signed(20))
+        m.d.comb += expected.eq(x * k.as_signed())
+        with m.If(~first):
+            m.d.comb += [Assert(pe.tile.valid), Assert(pe.tile.value == expected)]
+        return m
+
+
 @dataclasses.dataclass(frozen=True)
 class Proof:
     """One formal check: a wrapper factory, the mode and the depth."""
@@ -120,6 +155,20 @@ class Proof:
     build: Callable[[], wiring.Component]
     mode: str = "prove"
     depth: int = 8
+    #: minutes rather than seconds: `make formal` only, not the default suite
+    slow: bool = False
+
+    @property
+    def block(self) -> str:
+        """The block a proof is about: its name up to the property."""
+        for suffix in ("_stream", "_full8_product", "_dual_lo_products", "_pv_products"):
+            if self.name.endswith(suffix):
+                return self.name[: -len(suffix)]
+        return self.name
+
+    @property
+    def prop(self) -> str:
+        return self.name[len(self.block) + 1 :] or self.name
 
 
 def _stream_holds(design: str, outputs: tuple[str, ...]) -> Callable[[], wiring.Component]:
@@ -138,6 +187,11 @@ PROOFS = {
     "scheduler_stream": Proof("scheduler_stream", _stream_holds("scheduler", ("o",))),
     "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=2),
     "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=2),
+    "pe_pv_products": Proof("pe_pv_products", PEPvArithmetic, mode="bmc", depth=2, slow=True),
+    "pv_dispatcher_stream": Proof("pv_dispatcher_stream", _stream_holds("pv_dispatcher", ("beats",))),
+    "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
+    "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),
+    "softmax_stream": Proof("softmax_stream", _stream_holds("softmax", ("p", "r")), slow=True),
 }
 
 
@@ -170,3 +224,54 @@ def run_sby(proof: Proof, workdir: str | os.PathLike) -> tuple[bool, str]:
     )
     tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-12:])
     return out.returncode == 0 and "DONE (PASS" in out.stdout, tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every proof (``--only`` a comma-separated subset) and write
+    ``build/formal/report.json``: ``{block: {property: {status, engine,
+    mode, depth, seconds}}}``; exit 1 when one fails."""
+    import argparse
+    import json
+    from concurrent.futures import ProcessPoolExecutor
+
+    ap = argparse.ArgumentParser(description="make formal: SymbiYosys proofs")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--out", default="build/formal/report.json")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    names = [n for n in args.only.split(",") if n] or list(PROOFS)
+    for n in names:
+        if n not in PROOFS:
+            raise SystemExit(f"unknown proof {n!r}; known: {sorted(PROOFS)}")
+    root = os.path.dirname(args.out) or "."
+    report: dict = {}
+    failed = []
+
+    with ProcessPoolExecutor(args.jobs) as pool:
+        results = dict(zip(names, pool.map(_timed, names, [root] * len(names)), strict=True))
+    for name in names:
+        ok, log, seconds = results[name]
+        p = PROOFS[name]
+        entry = {"status": "pass" if ok else "fail", "engine": "smtbmc z3", "mode": p.mode, "depth": p.depth}
+        report.setdefault(p.block, {})[p.prop] = {**entry, "seconds": round(seconds, 1)}
+        print(f"{name:28s} {entry['status']:5s} {p.mode:5s} depth {p.depth:2d} {seconds:7.1f} s", flush=True)
+        if not ok:
+            failed.append(name)
+            print(log)
+    os.makedirs(root, exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=2)
+    print(f"{len(names) - len(failed)} of {len(names)} proofs pass; {args.out}")
+    return 1 if failed else 0
+
+
+def _timed(name: str, root: str) -> tuple[bool, str, float]:
+    import time
+
+    t0 = time.time()
+    ok, log = run_sby(PROOFS[name], os.path.join(root, name))
+    return ok, log, time.time() - t0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

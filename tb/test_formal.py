@@ -2,6 +2,8 @@
 output of the dispatcher's blocks, proved by k-induction; and a seeded
 violation that the same flow finds."""
 
+import os
+
 import pytest
 from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
@@ -20,7 +22,9 @@ def _workdir(tmp_path, name):
     return root if not root.startswith("..") else os.path.join("build", "formal", tmp_path.name, name)
 
 
-@pytest.mark.parametrize("name", list(PROOFS))
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=[pytest.mark.slow] if p.slow else []) for n, p in PROOFS.items()]
+)
 def test_proof(name, tmp_path):
     passed, log = run_sby(PROOFS[name], _workdir(tmp_path, name))
     assert passed, log
@@ -48,3 +52,17 @@ def test_a_seeded_violation_is_found(tmp_path):
         Proof("leaky", lambda: StreamHolds(_Leaky(), ("o",)), mode="bmc", depth=4), _workdir(tmp_path, "leaky")
     )
     assert not passed and "FAIL" in log, log
+
+
+def test_report(tmp_path):
+    """`make formal`'s report: block -> property -> status, engine, depth, seconds."""
+    import json
+
+    from kaleido.tb.formal import main
+
+    out = os.path.join(_workdir(tmp_path, "report"), "report.json")
+    assert main(["--only", "detector_stream", "--out", out, "--jobs", "1"]) == 0
+    entry = json.load(open(out))["detector"]["stream"]
+    assert entry["status"] == "pass" and entry["mode"] == "prove" and entry["depth"] == 8 and entry["seconds"] > 0
+    with pytest.raises(SystemExit, match="unknown proof 'nope'"):
+        main(["--only", "nope", "--out", out])

@@ -1,0 +1,283 @@
+"""``make mutate`` (issue 19): seeded bugs, each applied to a scratch copy
+of the tree and run against the fast suite; killed or survived, in
+``build/mutate/report.json``.
+
+A mutant is one exact text replacement in one file. It must match exactly
+once, so a mutant that drifts from the code fails loudly instead of
+silently testing nothing (``tb/test_mutate.py`` checks every mutant
+applies, in the default suite). An equivalent mutant (one no test can
+kill, because it does not change behaviour) names its reason and is left
+out of the kill rate.
+
+``python -m kaleido.tb.mutate [--only NAME,...] [--jobs N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+__all__ = ["Mutant", "MUTANTS", "apply", "run", "FAST_SUITE"]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: the fast suite, stopping at the first failure
+FAST_SUITE = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not rtl and not soak and not slow and not formal", "tb"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    """Replace ``old`` by ``new`` in ``path`` (relative to the root)."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    area: str
+    equivalent: str | None = None
+
+
+MUTANTS = [
+    # the PE: decode, shift, sign, operand selects, P V mode
+    Mutant("pe_shift", "hdl/pe.py", "Mux(dual, mul_b, mul_b << 4)", "Mux(dual, mul_b, mul_b << 3)", "PE shift"),
+    Mutant(
+        "pe_hi_sign",
+        "hdl/pe.py",
+        "Cat(col.k[4:8], col.k[7])).as_signed())",
+        "Cat(col.k[4:8], Const(0, 1))).as_signed())",
+        "PE shift",
+    ),
+    Mutant("pe_m1", "hdl/pe.py", "Mux(dual, row.r1, a_op) * nib", "Mux(dual, row.r0, a_op) * nib", "PE decode"),
+    Mutant("pe_pv_sum", "hdl/pe.py", "x.eq(row.r0 + row.r1)", "x.eq(row.r0 | row.r1)", "PE P V"),
+    Mutant("pe_pv_r0_only", "hdl/pe.py", "Const(int(i == 0), 1)", "Const(int(i == 1), 1)", "PE P V"),
+    Mutant(
+        "pe_en_b",
+        "hdl/pe.py",
+        "Mux(dual, parts_b[i][0], parts_a[i][1])",
+        "Mux(dual, parts_a[i][0], parts_a[i][1])",
+        "PE decode",
+    ),
+    Mutant("pe_drain_phase", "hdl/pe.py", "self.tile.phase.eq(ctl.phase)", "self.tile.phase.eq(0)", "PE drain"),
+    # the decode table every layer shares
+    Mutant(
+        "need_4acc_t3",
+        "kaleido/encoding.py",
+        "own = _ZERO if accumulators == 4 else shared_k[k]",
+        "own = shared_k[k]",
+        "dispatcher need rule (4 accumulators)",
+    ),
+    Mutant(
+        "need_t0_t2",
+        "kaleido/encoding.py",
+        "Phase.T2: _P if qF else _ZERO}",
+        "Phase.T2: _P}",
+        "dispatcher need rule (3 accumulators)",
+    ),
+    Mutant(
+        "need_half",
+        "kaleido/encoding.py",
+        "if union == PeNeed.LO and Phase(phase) in (Phase.T1, Phase.T3):",
+        "if union == PeNeed.LO:",
+        "dispatcher need rule (3 accumulators)",
+    ),
+    # the skew
+    Mutant(
+        "skew_rows",
+        "hdl/skew.py",
+        'delay(self.rows[r], ROW, r, f"row{r}")',
+        'delay(self.rows[r], ROW, r + 1, f"row{r}")',
+        "skew",
+    ),
+    Mutant(
+        "skew_cols",
+        "hdl/skew.py",
+        'delay(self.cols[c], COL, c, f"col{c}")',
+        'delay(self.cols[c], COL, 0, f"col{c}")',
+        "skew",
+    ),
+    # the detectors
+    Mutant(
+        "detector_full",
+        "hdl/detector.py",
+        "full = (x[8 - F :] == 0) if F <= 8 else Const(0)",
+        "full = (x[9 - F :] == 0) if F <= 8 else Const(0)",
+        "detector compare",
+    ),
+    Mutant(
+        "detector_partial_value",
+        "hdl/detector.py",
+        "Cat(b.as_unsigned()[:4], a.as_unsigned()[4:])",
+        "Cat(a.as_unsigned()[:4], a.as_unsigned()[4:])",
+        "detector compare",
+    ),
+    Mutant(
+        "detector_string",
+        "hdl/detector.py",
+        "bits.append(lane & (absent | ~full))",
+        "bits.append(lane & ~full)",
+        "detector compare",
+    ),
+    Mutant(
+        "detector_ready",
+        "hdl/detector.py",
+        "m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)",
+        "m.d.comb += self.i.ready.eq(self.o.ready)",
+        "stream handshake",
+    ),
+    Mutant(
+        "window_full", "hdl/window_detector.py", "full = mag <= full_max", "full = mag < full_max", "detector compare"
+    ),
+    # the scheduler
+    Mutant(
+        "scheduler_capacity",
+        "hdl/scheduler.py",
+        "cap.eq((count + (K - 1)) >> 2)",
+        "cap.eq((count + (K - 1)) >> 1)",
+        "scheduler capacity",
+    ),
+    Mutant(
+        "scheduler_tie",
+        "hdl/scheduler.py",
+        "take = ok & (d < best_d)",
+        "take = ok & (d <= best_d)",
+        "scheduler tie-break",
+    ),
+    Mutant(
+        "scheduler_pivots",
+        "hdl/scheduler.py",
+        "need_piv.eq(Mux(count < K, count, K))",
+        "need_piv.eq(Mux(count < K, count, K - 1))",
+        "scheduler pivots",
+    ),
+    # the matcher
+    Mutant(
+        "matcher_lookahead",
+        "hdl/matcher.py",
+        "win.append(rest[c] & (count < L))",
+        "win.append(rest[c] & (count <= L))",
+        "matcher lookahead",
+    ),
+    Mutant("matcher_merges_full", "hdl/matcher.py", "cand.eq(window & half)", "cand.eq(window)", "matcher merge"),
+    Mutant(
+        "matcher_head_half",
+        "hdl/matcher.py",
+        "dual.eq(((head_oh & half) != 0) & (partner_oh != 0))",
+        "dual.eq(partner_oh != 0)",
+        "matcher merge",
+    ),
+    Mutant(
+        "matcher_ready", "hdl/matcher.py", "self.i.ready.eq(~busy | done)", "self.i.ready.eq(~busy)", "stream handshake"
+    ),
+    # P V
+    Mutant("pv_single", "hdl/pv_dispatcher.py", "single = absent | all_full", "single = absent", "P V dispatcher"),
+    Mutant(
+        "pv_second_select",
+        "hdl/pv_dispatcher.py",
+        "Mux(full[c], PvSelect.SKIP, PvSelect.R1)",
+        "Mux(full[c], PvSelect.R1, PvSelect.R1)",
+        "P V dispatcher",
+    ),
+    Mutant(
+        "pv_last",
+        "hdl/pv_dispatcher.py",
+        "beat.ctl.last.eq(side.last & final)",
+        "beat.ctl.last.eq(side.last)",
+        "P V dispatcher",
+    ),
+    # the cycle model
+    Mutant("model_bank_free", "kaleido/model.py", "a_last[b - 2] + 2)", "a_last[b - 2] + 3)", "engine timing"),
+    Mutant("model_pass_gap_start", "kaleido/model.py", "start = 1 if pass_gap else 0", "start = 0", "array timing"),
+    Mutant(
+        "model_pv_drain",
+        "kaleido/model.py",
+        "beats + R + C,\n        dense_beats",
+        "beats + R + C - 1,\n        dense_beats",
+        "P V timing",
+    ),
+]
+
+
+def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) -> pathlib.Path:
+    """A scratch copy of the tree at ``dest`` with ``mutant`` applied;
+    raises ``ValueError`` unless ``old`` occurs exactly once."""
+    dest = pathlib.Path(dest)
+    text = (root / mutant.path).read_text()
+    if text.count(mutant.old) != 1:
+        raise ValueError(
+            f"mutant {mutant.name!r}: {mutant.old!r} occurs {text.count(mutant.old)} times in {mutant.path}"
+        )
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(
+        root,
+        dest,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            "build", ".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info"
+        ),
+    )
+    (dest / mutant.path).write_text(text.replace(mutant.old, mutant.new))
+    return dest
+
+
+def run(mutant: Mutant, work: str | os.PathLike, args: list[str] | None = None, jobs: int = 2) -> dict:
+    """Apply ``mutant`` in ``work`` and run ``args`` (default the fast suite)
+    there; killed when pytest fails."""
+    tree = apply(mutant, work)
+    cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *(args or FAST_SUITE)]
+    t0 = time.time()
+    env = {**os.environ, "PYTHONPATH": str(tree), "KALEIDO_SEED": os.environ.get("KALEIDO_SEED", "1")}
+    out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    tail = (out.stdout + out.stderr).strip().splitlines()[-3:]
+    return {
+        "killed": out.returncode != 0,
+        "seconds": round(time.time() - t0, 1),
+        "area": mutant.area,
+        "path": mutant.path,
+        "equivalent": mutant.equivalent,
+        "tail": tail,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default="build/mutate/report.json")
+    args = ap.parse_args(argv)
+    names = [n for n in args.only.split(",") if n]
+    known = {m.name: m for m in MUTANTS}
+    for n in names:
+        if n not in known:
+            raise SystemExit(f"unknown mutant {n!r}; known: {sorted(known)}")
+    todo = [known[n] for n in names] if names else MUTANTS
+    report: dict = {}
+    work = pathlib.Path(args.out).parent / "tree"
+    for m in todo:
+        report[m.name] = r = run(m, work, jobs=args.jobs)
+        print(f"{m.name:24s} {'killed' if r['killed'] else 'SURVIVED':8s} {r['seconds']:6.1f} s  {m.area}", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    live = [r for r in report.values() if not r["equivalent"]]
+    killed = sum(r["killed"] for r in live)
+    summary = {
+        "mutants": len(report),
+        "non_equivalent": len(live),
+        "killed": killed,
+        "rate": killed / max(1, len(live)),
+    }
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"summary": summary, "mutants": report}, f, indent=2)
+    print(f"killed {killed} of {len(live)} non-equivalent mutants ({summary['rate']:.0%}); {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
