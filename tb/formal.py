@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from amaranth import Module, Signal, Value
+from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, ResetSignal
 from amaranth.lib import wiring
@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In
 
 from kaleido.config import KaleidoConfig
 
-__all__ = ["StreamHolds", "PEArithmetic", "PEPvArithmetic", "Proof", "PROOFS", "run_sby"]
+__all__ = ["StreamHolds", "PEArithmetic", "PEPvArithmetic", "MatcherFunction", "Proof", "PROOFS", "run_sby"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -147,6 +147,68 @@ class PEPvArithmetic(wiring.Component):
         return m
 
 
+class MatcherFunction(wiring.Component):
+    """One job into the matcher from reset (any phase, any needs, an
+    always-ready sink): every slot issues channels not issued before; a
+    DUAL_LO slot merges two distinct HALF channels; nothing SKIP is issued;
+    the job ends (``last``) within ``batch + 1`` cycles, having issued
+    exactly the non-SKIP channels (or one empty marker when there are
+    none)."""
+
+    def __init__(self, config: KaleidoConfig):
+        from kaleido.hdl.matcher import matcher_in_layout
+
+        self._config = config
+        super().__init__({"job": In(matcher_in_layout(config.batch))})
+
+    def elaborate(self, platform: Any) -> Module:
+        from kaleido.hdl.encoding import Need
+        from kaleido.hdl.matcher import Matcher
+
+        m = Module()
+        B = self._config.batch
+        m.submodules.matcher = dut = Matcher(self._config)
+        first = Signal(init=1)
+        m.d.sync += first.eq(0)
+        job = Signal.like(self.job)
+        with m.If(first):
+            m.d.sync += job.eq(self.job)
+        m.d.comb += [dut.i.valid.eq(first), dut.i.payload.eq(self.job), dut.o.ready.eq(1)]
+        needed = Signal(B)
+        issued = Signal(B)
+        done = Signal()
+        cycles = Signal(range(B + 4))
+        m.d.comb += needed.eq(Cat(*[job.need[c] != Need.SKIP for c in range(B)]))
+        m.d.comb += Assume(~ResetSignal())
+        with m.If(~first & ~done):
+            m.d.sync += cycles.eq(cycles + 1)
+            m.d.comb += Assert(cycles <= B)  # bounded response
+        o = dut.o.payload
+        one = Signal(B)
+        two = Signal(B)
+        m.d.comb += [one.eq(1 << o.c1), two.eq(Mux(o.dual, 1 << o.c2, 0))]
+        with m.If(dut.o.valid & ~done):
+            with m.If(o.slot):
+                m.d.comb += [Assert((one & issued) == 0), Assert((one & ~needed) == 0)]
+                with m.If(o.dual):
+                    m.d.comb += [
+                        Assert(o.c1 != o.c2),
+                        Assert((two & issued) == 0),
+                        Assert(job.need[o.c1] == Need.HALF),
+                        Assert(job.need[o.c2] == Need.HALF),
+                    ]
+                m.d.sync += issued.eq(issued | one | two)
+            with m.Else():
+                m.d.comb += [Assert(o.last), Assert(needed == 0)]
+            with m.If(o.last):
+                m.d.sync += done.eq(1)
+                with m.If(o.slot):
+                    m.d.comb += Assert((issued | one | two) == needed)
+        with m.If(done):
+            m.d.comb += Assert(~dut.o.valid)
+        return m
+
+
 @dataclasses.dataclass(frozen=True)
 class Proof:
     """One formal check: a wrapper factory, the mode and the depth."""
@@ -161,7 +223,7 @@ class Proof:
     @property
     def block(self) -> str:
         """The block a proof is about: its name up to the property."""
-        for suffix in ("_stream", "_full8_product", "_dual_lo_products", "_pv_products"):
+        for suffix in ("_stream", "_function", "_full8_product", "_dual_lo_products", "_pv_products"):
             if self.name.endswith(suffix):
                 return self.name[: -len(suffix)]
         return self.name
@@ -188,6 +250,9 @@ PROOFS = {
     "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=2),
     "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=2),
     "pe_pv_products": Proof("pe_pv_products", PEPvArithmetic, mode="bmc", depth=2, slow=True),
+    "matcher_function": Proof(
+        "matcher_function", lambda: MatcherFunction(KaleidoConfig(batch=8, lookahead=4)), mode="bmc", depth=12
+    ),
     "pv_dispatcher_stream": Proof("pv_dispatcher_stream", _stream_holds("pv_dispatcher", ("beats",))),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
     "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),

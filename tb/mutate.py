@@ -81,6 +81,13 @@ MUTANTS = [
         "dispatcher need rule (3 accumulators)",
     ),
     Mutant(
+        "decode_t0",
+        "kaleido/encoding.py",
+        "out = {Phase.T0: _P, Phase.T1:",
+        "out = {Phase.T0: _LO, Phase.T1:",
+        "PE decode",
+    ),
+    Mutant(
         "need_half",
         "kaleido/encoding.py",
         "if union == PeNeed.LO and Phase(phase) in (Phase.T1, Phase.T3):",
@@ -129,6 +136,13 @@ MUTANTS = [
         "hdl/detector.py",
         "m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)",
         "m.d.comb += self.i.ready.eq(self.o.ready)",
+        "stream handshake",
+    ),
+    Mutant(
+        "detector_ignores_ready",
+        "hdl/detector.py",
+        "with m.If(self.o.ready | ~self.o.valid):",
+        "with m.If(1):",
         "stream handshake",
     ),
     Mutant(

@@ -66,3 +66,43 @@ def test_report(tmp_path):
     assert entry["status"] == "pass" and entry["mode"] == "prove" and entry["depth"] == 8 and entry["seconds"] > 0
     with pytest.raises(SystemExit, match="unknown proof 'nope'"):
         main(["--only", "nope", "--out", out])
+
+
+#: seeded bugs (tb/mutate.py) and the proof each must make fail
+SEEDED = [
+    ("detector_ignores_ready", "detector_stream"),  # drop ready on one port
+    ("decode_t0", "pe_full8_product"),  # change one decode entry
+    ("matcher_merges_full", "matcher_function"),  # let the matcher merge a FULL channel
+]
+
+
+@pytest.mark.parametrize(("mutant", "proof"), SEEDED)
+def test_seeded_bug_fails_its_proof(mutant, proof, tmp_path):
+    """Each seeded bug, applied to a scratch copy of the tree, makes its
+    named property fail (and the same proof passes on the tree itself:
+    test_proof)."""
+    import subprocess
+    import sys
+
+    from kaleido.tb.mutate import MUTANTS, apply
+
+    tree = apply(next(m for m in MUTANTS if m.name == mutant), tmp_path / "tree")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kaleido.tb.formal",
+            "--only",
+            proof,
+            "--out",
+            "build/formal/report.json",
+            "--jobs",
+            "1",
+        ],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"{proof}" in out.stdout and " fail " in out.stdout, out.stdout
