@@ -90,6 +90,10 @@ class PEArithmetic(wiring.Component):
         m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
         first = Signal(init=1)
         m.d.sync += first.eq(0)
+        # the tile leaves ``pe.latency`` cycles after the slot (issue 20: 2)
+        step = Signal(range(pe.latency + 1))
+        with m.If(step < pe.latency):
+            m.d.sync += step.eq(step + 1)
         m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
         with m.If(first):
             m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1)]
@@ -100,15 +104,18 @@ class PEArithmetic(wiring.Component):
                 m.d.comb += [pe.ctl_in.kind.eq(SlotKind.FULL8), pe.ctl_in.phase.eq(Phase.T0)]
         r0, r1 = Signal(signed(8)), Signal(signed(8))
         k = Signal(8)
-        m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k)]
+        with m.If(first):  # the slot's operands, held
+            m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k)]
         expected = Signal(signed(20))
         if self._dual:
             m.d.comb += expected.eq(r0 * k[:4] + r1 * k[4:])
         else:
             m.d.comb += expected.eq(r0 * k.as_signed())
-        with m.If(~first):
+        with m.If(step == pe.latency):
             m.d.comb += Assert(pe.tile.valid)
             m.d.comb += Assert(pe.tile.value == expected)
+        with m.Elif(~first):
+            m.d.comb += Assert(~pe.tile.valid)
         return m
 
 
@@ -136,8 +143,8 @@ PROOFS = {
     "detector_stream": Proof("detector_stream", _stream_holds("detector", ("o",))),
     "matcher_stream": Proof("matcher_stream", _stream_holds("matcher", ("o",))),
     "scheduler_stream": Proof("scheduler_stream", _stream_holds("scheduler", ("o",))),
-    "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=2),
-    "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=2),
+    "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=3),
+    "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=3),
 }
 
 
