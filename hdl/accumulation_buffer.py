@@ -30,7 +30,7 @@ __all__ = [
 
 #: passes in flight the ring holds. A pass lasts at least 5 cycles (four
 #: phases of at least one beat, one idle beat) and its last tile leaves
-#: ``R + C - 1 = 7`` cycles after its last beat, so an entry is rewritten 4
+#: ``R + C = 8`` cycles after its last beat, so an entry is rewritten 4
 #: passes (at least 15 cycles after that beat) later, long after its last tile.
 RING_DEPTH = 4
 

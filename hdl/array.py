@@ -5,7 +5,7 @@ from amaranth.hdl import EnableInserter
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig
+from ..config import KaleidoConfig, tile_latency
 from ._common import as_config
 from .layouts import slot_layout, tile_layout
 from .pe import KaleidoPE
@@ -62,7 +62,7 @@ class KaleidoArray(wiring.Component):
       is ``~hold``. A tile is delivered on a cycle with ``tiles[r][c].valid``
       and not ``hold``.
     * ``tiles[r][c]``: PE ``(r, c)``'s drain register: it pulses ``valid`` for
-      one cycle with its phase and value ``r + c + 1`` cycles after the
+      one cycle with its phase and value ``r + c + 2`` cycles after the
       ``last`` beat was accepted (:attr:`tile_latency`).
 
     One beat per cycle while beats flow; phases and passes stream back to
@@ -86,8 +86,9 @@ class KaleidoArray(wiring.Component):
         return self._config
 
     def tile_latency(self, r: int, c: int) -> int:
-        """Cycles from accepting a ``last`` beat to PE ``(r, c)``'s tile valid."""
-        return r + c + 1
+        """Cycles from accepting a ``last`` beat to PE ``(r, c)``'s tile
+        valid: :func:`kaleido.config.tile_latency`, ``r + c + 2``."""
+        return tile_latency(r, c)
 
     def elaborate(self, platform):
         m = Module()

@@ -8,8 +8,11 @@ from .encoding import Phase, SlotKind, Tag
 
 __all__ = ["ROW", "COL", "CTL", "tile_layout", "slot_layout"]
 
-#: one row port: two int8 row operands and the row follower's class for each
-ROW = data.StructLayout({"r0": signed(8), "r1": signed(8), "q0": Tag, "q1": Tag})
+#: one row port: two int8 row operands, the P V pre-add ``s = r0 + r1``
+#: (sent by the dispatcher once per row, so no PE has an adder in front of
+#: its multipliers; read only in P V mode, 0 otherwise) and the row
+#: follower's class for each operand
+ROW = data.StructLayout({"r0": signed(8), "r1": signed(8), "s": signed(9), "q0": Tag, "q1": Tag})
 
 #: one column port: 8 bits (int8 in FULL8; two low nibbles in DUAL_LO) and
 #: the column follower's class for each of the (up to two) channels

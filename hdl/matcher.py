@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import KaleidoConfig
-from ._common import as_config
+from ._common import as_config, count_below
 from .encoding import Need, Phase
 
 __all__ = ["Matcher", "matcher_in_layout", "matcher_out_layout"]
@@ -51,31 +51,45 @@ class Matcher(wiring.Component):
         phase = Signal(2)
         busy = Signal()
 
-        # head: lowest pending channel
-        head_oh = Signal(B)
-        m.d.comb += head_oh.eq(pending & (~pending + 1))
+        # head: lowest pending channel; rest: the others (one carry chain)
         rest = Signal(B)
-        m.d.comb += rest.eq(pending & ~head_oh)
-        # lookahead window: rest channels with fewer than L rest channels before them
-        win = []
-        count = Const(0, range(B + 1))
-        for c in range(B):
-            win.append(rest[c] & (count < L))
-            count = count + rest[c]
-        window = Signal(B)
-        m.d.comb += window.eq(Cat(*win))
+        m.d.comb += rest.eq(pending & (pending - 1))
+        head_oh = Signal(B)
+        m.d.comb += head_oh.eq(pending & ~rest)
+        # Merge partner: the first HALF among the first L rest channels
+        # (the lookahead window). The window is a prefix of ``rest``, so the
+        # partner is the lowest HALF of ``rest`` if fewer than L rest
+        # channels lie below it: one carry chain (``upto``: the channels up
+        # to the lowest HALF) and a saturating count (issue 20), where a
+        # prefix count over all channels was a chain of B adders in series.
         cand = Signal(B)
-        m.d.comb += cand.eq(window & half)
+        m.d.comb += cand.eq(rest & half)
+        upto = Signal(B)
+        m.d.comb += upto.eq(cand ^ (cand - 1))
         partner_oh = Signal(B)
-        m.d.comb += partner_oh.eq(cand & (~cand + 1))
+        m.d.comb += partner_oh.eq(cand & upto)
+        below = Signal(B)  # rest channels below the partner
+        m.d.comb += below.eq(rest & upto & ~cand)
+        in_window = Signal()
+        m.d.comb += in_window.eq(count_below(m, "window", below, L))
         dual = Signal()
-        m.d.comb += dual.eq(((head_oh & half) != 0) & (partner_oh != 0))
+        m.d.comb += dual.eq(((head_oh & half) != 0) & (cand != 0) & in_window)
+        # the slot is the job's last when nothing is left after it: no rest,
+        # or one rest channel that merges (computed beside ``dual``)
+        rest_single = Signal()
+        m.d.comb += rest_single.eq((rest != 0) & ((rest & (rest - 1)) == 0))
+        slot_last = Signal()
+        m.d.comb += slot_last.eq((rest == 0) | (dual & rest_single))
 
         def encode(onehot):
-            out = Const(0, range(B))
-            for c in range(B):
-                out = Mux(onehot[c], c, out)
-            return out
+            # index of a one-hot (or zero) vector: per index bit, the OR of
+            # the channels that have it (no priority chain)
+            width = max(1, (B - 1).bit_length())
+            bits = []
+            for j in range(width):
+                members = [onehot[c] for c in range(B) if (c >> j) & 1]
+                bits.append(Cat(*members).any() if members else Const(0, 1))
+            return Cat(*bits)
 
         remaining = Signal(B)
         m.d.comb += remaining.eq(rest & ~Mux(dual, partner_oh, 0))
@@ -85,7 +99,7 @@ class Matcher(wiring.Component):
             self.o.payload.c2.eq(Mux(dual, encode(partner_oh), encode(head_oh))),
             self.o.payload.dual.eq(dual),
             self.o.payload.slot.eq(pending != 0),
-            self.o.payload.last.eq(remaining == 0),
+            self.o.payload.last.eq(slot_last),
             self.o.payload.phase.eq(phase),
         ]
         done = self.o.valid & self.o.ready & self.o.payload.last

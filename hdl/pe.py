@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig
+from ..config import PE_LATENCY, KaleidoConfig
 from ._common import as_config
 from .encoding import PvSelect, SlotKind, register_parts_decoder
 from .layouts import COL, CTL, ROW, tile_layout
@@ -17,13 +17,16 @@ class KaleidoPE(wiring.Component):
 
     Operands and control arrive from the west (row) and north (column) and
     leave east and south through registers (one cycle per hop). The PE
-    adds ``(enA ? mulA : 0) + (enB ? mulB_shifted : 0)`` to each register
-    (spec sec. 6); on a ``last`` beat it loads the phase's finished R0 into
-    the drain register ``tile`` (``tile.valid`` pulses one cycle) and
-    performs the register moves of spec sec. 5.
+    multiplies, registers the products with each register's enables (the
+    product register, issue 20), and the next cycle adds ``(enA ? mulA :
+    0) + (enB ? mulB_shifted : 0)`` to each register (spec sec. 6); a
+    ``last`` beat loads the phase's finished R0 into the drain register
+    ``tile`` (``tile.valid`` pulses one cycle, :attr:`latency` = 2 cycles
+    after the beat) and performs the register moves of spec sec. 5.
 
     P V mode (``ctl.pv``, issue 12): the row port carries ``r0 = P[i, a]``
-    and ``r1 = P[i, f]`` of an anchor/follower token pair, the column port
+    and ``r1 = P[i, f]`` of an anchor/follower token pair and their sum
+    ``s`` (the dispatcher's pre-add, issue 20), the column port
     ``V`` and, in ``k0``, a :class:`~kaleido.encoding.PvSelect`; the PE
     adds ``x * k`` to R0 with ``x`` one of ``0, r0, r1, r0 + r1`` (the
     pre-add of a FULL V follower). The same two multipliers, with a 9-bit
@@ -68,8 +71,10 @@ class KaleidoPE(wiring.Component):
 
     @property
     def latency(self):
-        """Cycles from a ``last`` beat at the PE's inputs to ``tile.valid``."""
-        return 1
+        """Cycles from a ``last`` beat at the PE's inputs to ``tile.valid``:
+        the product register, then the drain register
+        (:data:`kaleido.config.PE_LATENCY`)."""
+        return PE_LATENCY
 
     def elaborate(self, platform):
         m = Module()
@@ -82,63 +87,90 @@ class KaleidoPE(wiring.Component):
 
         dual = ctl.kind == SlotKind.DUAL_LO
         pv = ctl.pv
-        # P V mode: the row operand x is r0, r1, the pre-add r0 + r1 (a FULL
-        # V follower) or 0, chosen by the column tag k0 (a PvSelect); 9 bits
-        x = Signal(signed(9))
-        with m.Switch(col.k0):
-            with m.Case(int(PvSelect.R0)):
-                m.d.comb += x.eq(row.r0)
-            with m.Case(int(PvSelect.R1)):
-                m.d.comb += x.eq(row.r1)
-            with m.Case(int(PvSelect.SUM)):
-                m.d.comb += x.eq(row.r0 + row.r1)
-        a_op = Signal(signed(9))
-        m.d.comb += a_op.eq(Mux(pv, x, row.r0))
+        # Operand selects (issue 20: no adder in front of the multipliers).
+        # Each multiplier's row operand is one of 0, r0, r1 or the pre-add
+        # s = r0 + r1 that arrives in the row port (the dispatcher adds it
+        # once per row). Multiplier A takes r0, or in P V mode what the
+        # column tag k0 (a PvSelect) says; multiplier B takes r1 in DUAL_LO
+        # (M1), else A's operand. The selects come from control alone, so
+        # each operand is one 4:1 multiplexer after the port registers.
+        sel_a = Signal(PvSelect)
+        sel_b = Signal(PvSelect)
+        m.d.comb += [
+            sel_a.eq(Mux(pv, col.k0, PvSelect.R0)),
+            sel_b.eq(Mux(dual, PvSelect.R1, sel_a)),
+        ]
+
+        def operand(sel, name):
+            op = Signal(signed(9), name=name)
+            with m.Switch(sel):
+                with m.Case(PvSelect.R0):
+                    m.d.comb += op.eq(row.r0)
+                with m.Case(PvSelect.R1):
+                    m.d.comb += op.eq(row.r1)
+                with m.Case(PvSelect.SUM):
+                    m.d.comb += op.eq(row.s)
+            return op
+
+        a_op, b_op = operand(sel_a, "a_op"), operand(sel_b, "b_op")
         # multiplier A: a_op * lo(k), unsigned nibble -> 14-bit signed product
         mul_a = Signal(signed(14))
         m.d.comb += mul_a.eq(a_op * Cat(col.k[0:4], Const(0, 1)).as_signed())
-        # multiplier B: (M1 ? r1 : a_op) * nib; nib signed k[7:4] in FULL8, unsigned in DUAL_LO
+        # multiplier B: b_op * nib; nib signed k[7:4] in FULL8, unsigned in DUAL_LO
         nib = Signal(signed(5))
         m.d.comb += nib.eq(Mux(dual, Cat(col.k[4:8], Const(0, 1)), Cat(col.k[4:8], col.k[7])).as_signed())
         mul_b = Signal(signed(14))
-        m.d.comb += mul_b.eq(Mux(dual, row.r1, a_op) * nib)
-        # M4: shift by 4 in FULL8 only
-        mul_b_sh = Signal(signed(18))
-        m.d.comb += mul_b_sh.eq(Mux(dual, mul_b, mul_b << 4))
+        m.d.comb += mul_b.eq(b_op * nib)
 
         # per register, the parts it adds (spec sec. 5's table, kaleido.encoding)
         parts_a = register_parts_decoder(m, "parts_a", ctl.phase, row.q0, col.k0, n_acc)
         parts_b = register_parts_decoder(m, "parts_b", ctl.phase, row.q1, col.k1, n_acc)
 
-        # one shared sum p = mulA + mulB'; each register adds one of
-        # {0, mulA, mulB', p} chosen by its two enables: one adder per register
+        # Product register (issue 20): the products, each register's two
+        # enables, ``last`` and the phase are registered, and the
+        # accumulators add them the next cycle. The multipliers and the
+        # accumulator adders are in different cycles; the tile leaves two
+        # cycles after its ``last`` beat (:attr:`latency`).
+        p_a = Signal(signed(14))
+        p_b = Signal(signed(14))
+        dual_r = Signal()
+        en_a = [Signal(name=f"en_a{i}") for i in range(n_acc)]
+        en_b = [Signal(name=f"en_b{i}") for i in range(n_acc)]
+        last = Signal()
+        phase = Signal.like(ctl.phase)
+        m.d.sync += [p_a.eq(mul_a), p_b.eq(mul_b), dual_r.eq(dual), last.eq(ctl.last), phase.eq(ctl.phase)]
+        for i in range(n_acc):
+            # P V mode: R0 adds the whole product x * k; the others add nothing
+            pv_en = Const(int(i == 0), 1)
+            m.d.sync += [
+                en_a[i].eq(ctl.slot & Mux(pv, pv_en, parts_a[i][0])),
+                en_b[i].eq(ctl.slot & Mux(pv, pv_en, Mux(dual, parts_b[i][0], parts_a[i][1]))),
+            ]
+
+        # M4: multiplier B's product shifted by 4 in FULL8 only
+        p_b_sh = Signal(signed(18))
+        m.d.comb += p_b_sh.eq(Mux(dual_r, p_b, p_b << 4))
+        # one shared sum p = pA + pB'; each register adds one of {0, pA,
+        # pB', p} chosen by its two enables: one adder per register
         both = Signal(signed(19))
-        m.d.comb += both.eq(mul_a + mul_b_sh)
+        m.d.comb += both.eq(p_a + p_b_sh)
         regs = [Signal(signed(W), name=f"r{i}") for i in range(n_acc)]
         new = [Signal(signed(W), name=f"r{i}_next") for i in range(n_acc)]
         for i in range(n_acc):
-            en_a = Signal(name=f"en_a{i}")
-            en_b = Signal(name=f"en_b{i}")
             addend = Signal(signed(19), name=f"addend{i}")
-            # P V mode: R0 adds the whole product x * k; the others add nothing
-            pv_en = Const(int(i == 0), 1)
-            m.d.comb += [
-                en_a.eq(ctl.slot & Mux(pv, pv_en, parts_a[i][0])),
-                en_b.eq(ctl.slot & Mux(pv, pv_en, Mux(dual, parts_b[i][0], parts_a[i][1]))),
-            ]
-            with m.Switch(Cat(en_a, en_b)):
+            with m.Switch(Cat(en_a[i], en_b[i])):
                 with m.Case(0b01):
-                    m.d.comb += addend.eq(mul_a)
+                    m.d.comb += addend.eq(p_a)
                 with m.Case(0b10):
-                    m.d.comb += addend.eq(mul_b_sh)
+                    m.d.comb += addend.eq(p_b_sh)
                 with m.Case(0b11):
                     m.d.comb += addend.eq(both)
                 with m.Default():
                     m.d.comb += addend.eq(0)
             m.d.comb += new[i].eq(regs[i] + addend)
 
-        with m.If(ctl.last):
-            m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(ctl.phase), self.tile.value.eq(new[0])]
+        with m.If(last):
+            m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(phase), self.tile.value.eq(new[0])]
             zero = Const(0, signed(W))
             moves = {  # next value of each register after the phase's drain
                 0: [new[1], new[3] if n_acc == 4 else zero, new[2]] + ([zero] if n_acc == 4 else []),
@@ -146,7 +178,7 @@ class KaleidoPE(wiring.Component):
                 2: [new[1], zero, new[2]] + new[3:],
                 3: [zero] + new[1:],
             }
-            with m.Switch(ctl.phase):
+            with m.Switch(phase):
                 for p, nxt in moves.items():
                     with m.Case(p):
                         m.d.sync += [r.eq(v) for r, v in zip(regs, nxt, strict=True)]

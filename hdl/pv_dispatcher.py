@@ -42,8 +42,10 @@ class PvDispatcher(wiring.Component):
     column (anchor ``v_a``, follower ``v_f``, thresholds from the
     configuration; only FULL is used). P, the raw follower V and ``last``
     ride in a side register loaded with the detector's, so both leave
-    together. A unit takes one beat when it is unpaired (``R0``) or FULL at
-    every column (``SUM``), else two (``SUM``/``R0`` on ``v_a``, then
+    together; so does each row's pre-add ``P[i, a] + P[i, f]`` (the row
+    port's ``s``), added here once per row rather than in every PE. A
+    unit takes one beat when it is unpaired (``R0``) or FULL at every
+    column (``SUM``), else two (``SUM``/``R0`` on ``v_a``, then
     ``SKIP``/``R1`` on ``v_f``). Beats are FULL8, phase T3, ``pv = 1``;
     the unit's ``last`` rides on its final beat.
 
@@ -69,6 +71,9 @@ class PvDispatcher(wiring.Component):
         m.submodules.detector = det = ReuseDetector(cfg.replace(batch=C))
         u = self.units.payload
         side = Signal(data.StructLayout({k: f.shape for k, f in pv_unit_layout(R, C) if k in _SIDE}))
+        # the pre-add P[i, a] + P[i, f] of each row, once per row (the PEs
+        # take it from the row port's ``s``: issue 20)
+        pre = Signal(data.ArrayLayout(signed(9), R))
         m.d.comb += [
             det.i.valid.eq(self.units.valid),
             self.units.ready.eq(det.i.ready),
@@ -79,6 +84,7 @@ class PvDispatcher(wiring.Component):
         m.d.comb += [det.i.payload.follower[c].eq(u.v_f[c]) for c in range(C)]
         with m.If(det.i.valid & det.i.ready):
             m.d.sync += [side.p_a.eq(u.p_a), side.p_f.eq(u.p_f), side.v_f.eq(u.v_f), side.last.eq(u.last)]
+            m.d.sync += [pre[r].eq(u.p_a[r] + u.p_f[r]) for r in range(R)]
 
         o = det.o.payload
         full = [o.cls[c] == Tag.FULL for c in range(C)]
@@ -102,7 +108,7 @@ class PvDispatcher(wiring.Component):
             beat.ctl.last.eq(side.last & final),
         ]
         for r in range(R):
-            m.d.comb += [beat.rows[r].r0.eq(side.p_a[r]), beat.rows[r].r1.eq(side.p_f[r])]
+            m.d.comb += [beat.rows[r].r0.eq(side.p_a[r]), beat.rows[r].r1.eq(side.p_f[r]), beat.rows[r].s.eq(pre[r])]
         for c in range(C):
             first_sel = Mux(absent, PvSelect.R0, Mux(full[c], PvSelect.SUM, PvSelect.R0))
             m.d.comb += [

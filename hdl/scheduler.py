@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, lfsr_steps, pivot_bits
-from ._common import as_config
+from ._common import as_config, popcount
 
 __all__ = ["Scheduler", "scheduler_in_layout", "scheduler_out_layout"]
 
@@ -128,7 +128,7 @@ class Scheduler(wiring.Component):
                 for j in range(K):
                     x = s ^ pivot_str[j]
                     d = Signal(range(B + 1), name=f"dist{j}")
-                    m.d.comb += d.eq(sum(x[i] for i in range(B)))  # adder tree
+                    m.d.comb += d.eq(popcount(x))  # balanced adder tree
                     ok = (j < need_piv) & (fill[j] < cap)
                     take = ok & (d < best_d)
                     best = Mux(take, j, best)

@@ -32,10 +32,26 @@ __all__ = [
     "LFSR_LEAP",
     "pivot_bits",
     "lfsr_steps",
+    "PE_LATENCY",
+    "tile_latency",
 ]
 
 #: largest magnitude of an int8 x int8 product, (-128) * (-128)
 PRODUCT_BOUND = 1 << 14
+
+
+#: cycles from a ``last`` beat at a Kaleido PE's inputs to its tile (valid
+#: in the drain register): the product register between the multipliers and
+#: the accumulators (issue 20), then the drain register
+PE_LATENCY = 2
+
+
+def tile_latency(r: int, c: int) -> int:
+    """Cycles from the Kaleido array accepting a ``last`` beat to PE ``(r,
+    c)``'s tile valid: the skew and the hops (``r + c``), then
+    :data:`PE_LATENCY`. The RTL (``KaleidoArray.tile_latency``) and the
+    cycle model both read it."""
+    return r + c + PE_LATENCY
 
 
 #: scheduler geometry (paper fig. 16): clusters per window, and passes'

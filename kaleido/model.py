@@ -11,8 +11,10 @@ slots. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 * a phase costs ``max(1, slots)`` beats; passes stream back to back;
 * ``pass_gap`` idle beats per pass (1 for the RTL's single-buffered
   ``PassDispatcher``, plus 1 at the start; 0 for the bare array);
-* the last tile leaves ``R + C - 1`` cycles after the last beat's cycle
-  starts (a stream of ``n`` beats occupies ``n + R + C - 1`` cycles);
+* the last tile leaves ``tile_latency(R - 1, C - 1) = R + C`` cycles
+  after the last beat's cycle starts (``kaleido.config.tile_latency``: the
+  skew, the hops and the PE's product and drain registers), so a stream of
+  ``n`` beats occupies ``n + R + C`` cycles;
 * passes are dealt to ``arrays`` arrays round-robin; the run ends with the
   slowest array.
 
@@ -41,7 +43,7 @@ import numpy as np
 from kaleido.golden.reuse import follower_classes
 
 from .checks import check_qk
-from .config import LFSR_SEED, KaleidoConfig, SoftmaxFormat
+from .config import LFSR_SEED, KaleidoConfig, SoftmaxFormat, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.loopnest import unit_order
 from .golden.ops import op_counts
@@ -53,6 +55,7 @@ __all__ = [
     "ModelResult",
     "run_model",
     "stream_cycles",
+    "array_drain",
     "need_table",
     "EngineTiming",
     "engine_cycles",
@@ -87,9 +90,16 @@ def need_table(accumulators: int = 3) -> np.ndarray:
     return table
 
 
+def array_drain(config: KaleidoConfig) -> int:
+    """Cycles from the array accepting its last beat to the last PE's tile
+    valid: :func:`kaleido.config.tile_latency` of PE ``(R - 1, C - 1)``."""
+    return tile_latency(config.array_rows - 1, config.array_cols - 1)
+
+
 def stream_cycles(beats: int, config: KaleidoConfig) -> int:
-    """Cycles from the first beat to the last tile for ``beats`` beats."""
-    return beats + config.array_rows + config.array_cols - 1
+    """Cycles from the first beat to the last tile for ``beats`` beats, both
+    counted."""
+    return beats + array_drain(config)
 
 
 def _pack_bits(mask):
@@ -280,7 +290,7 @@ def run_model(
     per_array, phase_beats, phase_slots, n_pass, batch_beats = walk
     R, C = cfg.array_rows, cfg.array_cols
     start = 1 if pass_gap else 0
-    cycles = int(per_array.max()) + start + R + C - 1
+    cycles = int(per_array.max()) + start + array_drain(cfg)
     total_beats = int(per_array.sum())
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
     counts = op_counts(Q, K, grid, split, cfg.F, cfg.P)
@@ -350,7 +360,7 @@ def linear_cycles(
         tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap
     )
     R, C = cfg.array_rows, cfg.array_cols
-    cycles = int(per_array.max()) + (1 if pass_gap else 0) + R + C - 1
+    cycles = int(per_array.max()) + (1 if pass_gap else 0) + array_drain(cfg)
     total_beats = int(per_array.sum())
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(d_out / C) / arrays) * d_in + R + C - 1
     counts = linear_op_counts(X, grid, int(d_out), rule)
@@ -453,13 +463,14 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
       pass was taken, whichever is later (its bank must be free);
     * batch ``b``'s first pass is taken once it is scheduled, the
       dispatcher is free and (from batch 1 on) the array has drained the
-      previous batch (``R + C`` cycles after its last beat: the last tile
-      and one cycle to see it), so no two tiles of one ``S`` entry meet in a
-      cycle; then every pass costs its beats plus one idle
+      previous batch (``array_drain + 1`` cycles after its last beat: the
+      last tile and one cycle to see it), so no two tiles of one ``S``
+      entry meet in a cycle; then every pass costs its beats plus one idle
       beat (``run_model(variant="full", pass_gap=1)``), so the dispatcher
       is free again ``sum_b`` cycles after the batch's first pass;
     * after the last pass: the array's drain and one cycle to see the last
-      tile accumulated, 9 cycles in all.
+      tile accumulated, ``array_drain + 2`` cycles in all (10 on the 4x4
+      array: the PE's product register added one, issue 20).
 
     Loading takes one cycle per input word (``2 N n_batches``), output one
     per score (``N^2``). ``speedup`` is the dense array's cycles over
@@ -484,12 +495,12 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
         sched_done[b] = s_start[b] + W[b] + 2
         total_b, last_b = batch_beats[b]
         # a batch's first pass also waits for the array to drain the previous batch
-        ready = free_at + (cfg.array_rows + cfg.array_cols if b else 0)
+        ready = free_at + (array_drain(cfg) + 1 if b else 0)
         a_first[b] = max(sched_done[b], ready)
         stall += a_first[b] - free_at
         a_last[b] = a_first[b] + total_b - last_b
         free_at = a_first[b] + total_b
-    compute = free_at + cfg.array_rows + cfg.array_cols + 1
+    compute = free_at + array_drain(cfg) + 2
     load, output = 2 * n_tok * nb, n_tok * n_tok
     return EngineTiming(
         load=load,
@@ -529,8 +540,8 @@ class PvTiming:
 def pv_cycles(V, grid, split=None, config: KaleidoConfig | None = None, n_queries: int | None = None) -> PvTiming:
     """Exact cycles of :class:`~kaleido.hdl.pv_array.PvArray` for a head's
     P V with no stalls, from the first unit's transfer to the last tile,
-    both counted: ``beats + R + C`` (the detector's register, then the
-    array's ``R + C - 1``). Beats are :func:`kaleido.golden.pv.pv_pass_beats`'s:
+    both counted: ``beats + 1 + array_drain`` (the detector's register,
+    then the array's drain, ``R + C``). Beats are :func:`kaleido.golden.pv.pv_pass_beats`'s:
     per query block of ``R`` rows, per block of ``C`` channels of a group,
     one per unpaired token and per pair FULL at every channel of the block,
     two per other pair. They do not depend on P or on the query block."""
@@ -559,9 +570,9 @@ def pv_cycles(V, grid, split=None, config: KaleidoConfig | None = None, n_querie
     ops = pv_op_counts(V, grid, split, config.F, config.P, n_queries=n)
     return PvTiming(
         beats,
-        beats + R + C,
+        beats + 1 + array_drain(config),
         dense_beats,
-        dense_beats + R + C,
+        dense_beats + 1 + array_drain(config),
         {"dense": ops["dense"], "oracle": ops["full_partial"], "hw": ops["full_only"]},
     )
 

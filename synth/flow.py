@@ -47,6 +47,8 @@ __all__ = [
     "parse_stat_json",
     "parse_transistors",
     "parse_fmax",
+    "parse_critical_path",
+    "parse_ltp",
     "REPORT_DESIGNS",
     "ToolError",
     "tool_version",
@@ -185,12 +187,64 @@ def parse_fmax(text: str) -> float:
     return float(m[-1])
 
 
+def _short(name: str) -> str:
+    """A cell or net name from a nextpnr report without the wrapper's
+    ``inner.`` prefix and Yosys's generated suffixes (``name$...``,
+    ``_LUT4_Z...``, ``_TRELLIS_FF...``, ``_CCU2C...``, ``_MULT18X18D...``)."""
+    name = name.split(" ")[0]
+    name = name[len("inner.") :] if name.startswith("inner.") else name
+    return re.split(r"_(?:LUT4|TRELLIS|CCU2C|MULT18X18D|PFUMX|L6MUX21)|\$CCU2|\.(?=[A-Z0-9]+$)", name)[0] or name
+
+
+def parse_critical_path(text: str) -> dict:
+    """The last (post-route) critical path report of a nextpnr log: its
+    delay, logic and routing time (ns), start and end point, its logic
+    stages (LUTs, carry-chain entries, DSPs: every ``logic`` step of at
+    least 0.1 ns, so carry hops inside a chain do not count) and the
+    design signals it runs through, in order."""
+    start = text.rfind("Critical path report for clock")
+    if start < 0:
+        raise ValueError("no 'Critical path report' in the nextpnr log")
+    section = text[start:]
+    steps = re.findall(
+        r"Info:\s+(clk-to-q|logic|routing|setup)\s+([0-9.]+)\s+([0-9.]+)\s+(?:Source|Net)\s+(\S+)", section
+    )
+    totals = re.search(r"Info:\s+([0-9.]+) ns logic, ([0-9.]+) ns routing", section)
+    if not steps or not totals:
+        raise ValueError("critical path report without steps or totals")
+    through: list[str] = []
+    for kind, _, _, name in steps:
+        if kind == "routing":
+            short = re.sub(r"\[\d+\]$", "", _short(name))
+            if short not in through:
+                through.append(short)
+    return {
+        "delay_ns": float(steps[-1][2]),
+        "logic_ns": float(totals.group(1)),
+        "routing_ns": float(totals.group(2)),
+        "from": _short(steps[0][3]),
+        "to": _short(steps[-1][3]),
+        "levels": sum(1 for kind, curr, _, _ in steps if kind == "logic" and float(curr) >= 0.1),
+        "dsps": sum(1 for kind, curr, _, name in steps if kind == "logic" and "MULT18X18D" in name),
+        "through": through,
+    }
+
+
+def parse_ltp(text: str) -> int:
+    """Logic depth (gates) from Yosys ``ltp -noff``: the longest path of
+    the gate netlist between flip-flops, inputs and outputs."""
+    m = re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", text)
+    if not m:
+        raise ValueError("no 'Longest topological path' in the yosys log")
+    return int(m[-1])
+
+
 def _flip_flops(cells: dict) -> int:
     return sum(n for t, n in cells.items() if "DFF" in t.upper() or t.startswith("$_SDFF") or t.startswith("$_DLATCH"))
 
 
 #: files the flow reads back from the tools
-RESULT_FILES = ("generic_stat.json", "cmos_stat.txt", "ice40_stat.json", "wrapped.json")
+RESULT_FILES = ("generic_stat.json", "cmos_stat.txt", "cmos_ltp.txt", "ice40_stat.json", "wrapped.json")
 
 
 def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True) -> dict:
@@ -211,7 +265,7 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
             "-p",
             f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; "
             "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
-            "tee -o cmos_stat.txt stat -tech cmos",
+            "tee -o cmos_stat.txt stat -tech cmos; tee -o cmos_ltp.txt ltp -noff",
         ],
         work,
         "generic.log",
@@ -219,6 +273,7 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
     del generic
     cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
     transistors = parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read())
+    gate_depth = parse_ltp(open(os.path.join(work, "cmos_ltp.txt")).read())
     run_tool(
         [
             yosys,
@@ -237,7 +292,9 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
         "luts": ice.get("SB_LUT4", 0),
         "carries": ice.get("SB_CARRY", 0),
         "ice40_flip_flops": sum(n for t, n in ice.items() if t.startswith("SB_DFF")),
+        "gate_depth": gate_depth,
         "fmax_mhz": None,
+        "critical_path": None,
     }
     if fmax:
         with open(os.path.join(work, "wrapped.v"), "w") as f:
@@ -264,6 +321,7 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
             "nextpnr.log",
         )
         entry["fmax_mhz"] = parse_fmax(log)
+        entry["critical_path"] = parse_critical_path(log)
     return entry
 
 
@@ -278,6 +336,30 @@ def _table(report: dict) -> list:
         lines.append(
             f"| {name} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['luts']:,} | "
             f"{e['carries']:,} | {fm} |"
+        )
+    return lines
+
+
+def _paths_table(report: dict) -> list:
+    """Per design: the ECP5 critical path (nextpnr, post-route) beside the
+    ASIC-style view (gate depth of the CMOS netlist, ``ltp -noff``), and the
+    rank of each design by both (1 = the slowest / deepest)."""
+    d = {n: e for n, e in report["designs"].items() if e.get("critical_path") and e.get("gate_depth") is not None}
+    if not d:
+        return []
+    by_delay = sorted(d, key=lambda n: -d[n]["critical_path"]["delay_ns"])
+    by_depth = sorted(d, key=lambda n: -d[n]["gate_depth"])
+    lines = [
+        "| design | ECP5 path (ns) | logic / routing (ns) | levels | DSPs | from -> to | rank ECP5 "
+        "| gate depth (CMOS) | rank depth |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, e in d.items():
+        cp = e["critical_path"]
+        lines.append(
+            f"| {n} | {cp['delay_ns']:.2f} | {cp['logic_ns']:.2f} / {cp['routing_ns']:.2f} | {cp['levels']} | "
+            f"{cp['dsps']} | {cp['from']} -> {cp['to']} | {by_delay.index(n) + 1} | {e['gate_depth']} | "
+            f"{by_depth.index(n) + 1} |"
         )
     return lines
 
@@ -413,6 +495,9 @@ def write_table(report: dict, path: str) -> list[str]:
             for g in report["goals"]
         ],
     ]
+    paths = _paths_table(report)
+    if paths:
+        lines += ["", *paths]
     if report["failures"]:
         lines += ["", "Failed (see build/synth/report.json): " + ", ".join(report["failures"]) + "."]
     with open(path, "w") as f:

@@ -15,6 +15,7 @@ __all__ = [
     "Unpacker",
     "BeatEncoder",
     "encode_beat",
+    "row_sum",
     "expected_drains",
     "TileDecoder",
 ]
@@ -77,6 +78,12 @@ def _signed_at(layout, path):
     return Shape.cast(layout).signed
 
 
+def row_sum(beat: Beat, r: int) -> int:
+    """Row port ``r``'s pre-add field ``s``: ``r0 + r1`` in a P V beat, 0
+    otherwise (:data:`kaleido.hdl.layouts.ROW`; the dispatchers send it)."""
+    return int(beat.r0[r]) + int(beat.r1[r]) if beat.pv else 0
+
+
 class BeatEncoder:
     """Packs golden beats into the array's ``slots.payload`` bits at the
     offsets of :func:`slot_layout`."""
@@ -92,6 +99,7 @@ class BeatEncoder:
         for r in range(self.rows):
             for name in ("r0", "r1", "q0", "q1"):
                 values[("rows", r, name)] = getattr(beat, name)[r]
+            values[("rows", r, "s")] = row_sum(beat, r)
         for c in range(self.cols):
             for name in ("k", "k0", "k1"):
                 values[("cols", c, name)] = getattr(beat, name)[c]
@@ -144,7 +152,13 @@ def encode_beat(beat: Beat, rows: int, cols: int) -> int:
         {
             "ctl": {"slot": beat.slot, "kind": beat.kind, "phase": beat.phase, "last": beat.last, "pv": beat.pv},
             "rows": [
-                {"r0": int(beat.r0[r]), "r1": int(beat.r1[r]), "q0": int(beat.q0[r]), "q1": int(beat.q1[r])}
+                {
+                    "r0": int(beat.r0[r]),
+                    "r1": int(beat.r1[r]),
+                    "s": row_sum(beat, r),
+                    "q0": int(beat.q0[r]),
+                    "q1": int(beat.q1[r]),
+                }
                 for r in range(rows)
             ],
             "cols": [{"k": int(beat.k[c]), "k0": int(beat.k0[c]), "k1": int(beat.k1[c])} for c in range(cols)],

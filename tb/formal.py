@@ -90,6 +90,10 @@ class PEArithmetic(wiring.Component):
         m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
         first = Signal(init=1)
         m.d.sync += first.eq(0)
+        # the tile leaves ``pe.latency`` cycles after the slot (issue 20: 2)
+        step = Signal(range(pe.latency + 1))
+        with m.If(step < pe.latency):
+            m.d.sync += step.eq(step + 1)
         m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
         with m.If(first):
             m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1)]
@@ -100,15 +104,18 @@ class PEArithmetic(wiring.Component):
                 m.d.comb += [pe.ctl_in.kind.eq(SlotKind.FULL8), pe.ctl_in.phase.eq(Phase.T0)]
         r0, r1 = Signal(signed(8)), Signal(signed(8))
         k = Signal(8)
-        m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k)]
+        with m.If(first):  # the slot's operands, held
+            m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k)]
         expected = Signal(signed(20))
         if self._dual:
             m.d.comb += expected.eq(r0 * k[:4] + r1 * k[4:])
         else:
             m.d.comb += expected.eq(r0 * k.as_signed())
-        with m.If(~first):
+        with m.If(step == pe.latency):
             m.d.comb += Assert(pe.tile.valid)
             m.d.comb += Assert(pe.tile.value == expected)
+        with m.Elif(~first):
+            m.d.comb += Assert(~pe.tile.valid)
         return m
 
 
@@ -132,18 +139,25 @@ class PEPvArithmetic(wiring.Component):
         m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
         first = Signal(init=1)
         m.d.sync += first.eq(0)
-        m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
+        step = Signal(range(pe.latency + 1))
+        with m.If(step < pe.latency):
+            m.d.sync += step.eq(step + 1)
+        # the row port as the P V dispatcher drives it: s = r0 + r1
+        m.d.comb += [pe.row_in.eq(self.row), pe.row_in.s.eq(self.row.r0 + self.row.r1), pe.col_in.eq(self.col)]
         with m.If(first):
             m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1), pe.ctl_in.pv.eq(1)]
             m.d.comb += [pe.ctl_in.kind.eq(SlotKind.FULL8), pe.ctl_in.phase.eq(Phase.T3)]
         r0, r1 = Signal(signed(8)), Signal(signed(8))
         k, sel = Signal(8), Signal(2)
-        m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k), sel.eq(self.col.k0)]
+        with m.If(first):  # the slot's operands, held
+            m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k), sel.eq(self.col.k0)]
         x = Mux(sel == PvSelect.R0, r0, Mux(sel == PvSelect.R1, r1, Mux(sel == PvSelect.SUM, r0 + r1, 0)))
         expected = Signal(signed(20))
         m.d.comb += expected.eq(x * k.as_signed())
-        with m.If(~first):
+        with m.If(step == pe.latency):
             m.d.comb += [Assert(pe.tile.valid), Assert(pe.tile.value == expected)]
+        with m.Elif(~first):
+            m.d.comb += Assert(~pe.tile.valid)
         return m
 
 
@@ -247,9 +261,9 @@ PROOFS = {
     "detector_stream": Proof("detector_stream", _stream_holds("detector", ("o",))),
     "matcher_stream": Proof("matcher_stream", _stream_holds("matcher", ("o",))),
     "scheduler_stream": Proof("scheduler_stream", _stream_holds("scheduler", ("o",))),
-    "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=2),
-    "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=2),
-    "pe_pv_products": Proof("pe_pv_products", PEPvArithmetic, mode="bmc", depth=2, slow=True),
+    "pe_full8_product": Proof("pe_full8_product", lambda: PEArithmetic(dual=False), mode="bmc", depth=3),
+    "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=3),
+    "pe_pv_products": Proof("pe_pv_products", PEPvArithmetic, mode="bmc", depth=3, slow=True),
     "matcher_function": Proof(
         "matcher_function", lambda: MatcherFunction(KaleidoConfig(batch=8, lookahead=4)), mode="bmc", depth=12
     ),

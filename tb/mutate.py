@@ -46,7 +46,7 @@ class Mutant:
 
 MUTANTS = [
     # the PE: decode, shift, sign, operand selects, P V mode
-    Mutant("pe_shift", "hdl/pe.py", "Mux(dual, mul_b, mul_b << 4)", "Mux(dual, mul_b, mul_b << 3)", "PE shift"),
+    Mutant("pe_shift", "hdl/pe.py", "Mux(dual_r, p_b, p_b << 4)", "Mux(dual_r, p_b, p_b << 3)", "PE shift"),
     Mutant(
         "pe_hi_sign",
         "hdl/pe.py",
@@ -54,8 +54,20 @@ MUTANTS = [
         "Cat(col.k[4:8], Const(0, 1))).as_signed())",
         "PE shift",
     ),
-    Mutant("pe_m1", "hdl/pe.py", "Mux(dual, row.r1, a_op) * nib", "Mux(dual, row.r0, a_op) * nib", "PE decode"),
-    Mutant("pe_pv_sum", "hdl/pe.py", "x.eq(row.r0 + row.r1)", "x.eq(row.r0 | row.r1)", "PE P V"),
+    Mutant(
+        "pe_m1",
+        "hdl/pe.py",
+        "sel_b.eq(Mux(dual, PvSelect.R1, sel_a))",
+        "sel_b.eq(Mux(dual, PvSelect.R0, sel_a))",
+        "PE decode",
+    ),
+    Mutant(
+        "pe_pv_sum",
+        "hdl/pv_dispatcher.py",
+        "[pre[r].eq(u.p_a[r] + u.p_f[r]) for r in range(R)]",
+        "[pre[r].eq(u.p_a[r] | u.p_f[r]) for r in range(R)]",
+        "P V pre-add",
+    ),
     Mutant("pe_pv_r0_only", "hdl/pe.py", "Const(int(i == 0), 1)", "Const(int(i == 1), 1)", "PE P V"),
     Mutant(
         "pe_en_b",
@@ -64,7 +76,7 @@ MUTANTS = [
         "Mux(dual, parts_a[i][0], parts_a[i][1])",
         "PE decode",
     ),
-    Mutant("pe_drain_phase", "hdl/pe.py", "self.tile.phase.eq(ctl.phase)", "self.tile.phase.eq(0)", "PE drain"),
+    Mutant("pe_drain_phase", "hdl/pe.py", "self.tile.phase.eq(phase)", "self.tile.phase.eq(0)", "PE drain"),
     # the decode table every layer shares
     Mutant(
         "need_4acc_t3",
@@ -174,16 +186,16 @@ MUTANTS = [
     Mutant(
         "matcher_lookahead",
         "hdl/matcher.py",
-        "win.append(rest[c] & (count < L))",
-        "win.append(rest[c] & (count <= L))",
+        'count_below(m, "window", below, L)',
+        'count_below(m, "window", below, L + 1)',
         "matcher lookahead",
     ),
-    Mutant("matcher_merges_full", "hdl/matcher.py", "cand.eq(window & half)", "cand.eq(window)", "matcher merge"),
+    Mutant("matcher_merges_full", "hdl/matcher.py", "cand.eq(rest & half)", "cand.eq(rest)", "matcher merge"),
     Mutant(
         "matcher_head_half",
         "hdl/matcher.py",
-        "dual.eq(((head_oh & half) != 0) & (partner_oh != 0))",
-        "dual.eq(partner_oh != 0)",
+        "dual.eq(((head_oh & half) != 0) & (cand != 0) & in_window)",
+        "dual.eq((cand != 0) & in_window)",
         "matcher merge",
     ),
     Mutant(
@@ -211,8 +223,8 @@ MUTANTS = [
     Mutant(
         "model_pv_drain",
         "kaleido/model.py",
-        "beats + R + C,\n        dense_beats",
-        "beats + R + C - 1,\n        dense_beats",
+        "        beats + 1 + array_drain(config),",
+        "        beats + array_drain(config),",
         "P V timing",
     ),
 ]

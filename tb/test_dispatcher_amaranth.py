@@ -11,7 +11,7 @@ from kaleido.golden.loopnest import iter_passes
 from kaleido.golden.matcher import channel_needs, match
 from kaleido.hdl.dispatcher import PassDispatcher, pass_layout
 from kaleido.hdl.layouts import slot_layout
-from kaleido.model import run_model
+from kaleido.model import array_drain, run_model
 from kaleido.tb.amaranth_sim import simulate_stream
 from kaleido.tb.driver import Packer, Unpacker, pass_word
 from kaleido.tb.passes import make_workload, random_pass
@@ -53,4 +53,4 @@ def test_dispatcher_beats(source, out_stall, seed):
         assert cycles == len(expected) + len(items) + 1
         if source == "workload":  # dispatcher + array: the cycle model with pass_gap=1
             model = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", pass_gap=1)
-            assert cycles + cfg.array_rows + cfg.array_cols - 1 == model.cycles
+            assert cycles + array_drain(cfg) == model.cycles

@@ -97,7 +97,7 @@ def test_engine_model_pipeline():
     """The engine model's bookkeeping: parts add up, scheduling overlaps the
     passes (only batch 0's scheduling is exposed when passes dominate), and
     a scheduler-bound head waits for it."""
-    from kaleido.model import scheduler_cycles
+    from kaleido.model import array_drain, scheduler_cycles
 
     w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
     cfg = KaleidoConfig(split=(4, 7, 5), batch=4)
@@ -106,9 +106,11 @@ def test_engine_model_pipeline():
     assert t.total == t.load + t.compute + t.output
     assert t.load == 2 * 32 * 5 and t.output == 32 * 32 and t.batches == 5 == len(W)
     assert t.schedule == sum(W) + 2 * len(W)
-    assert t.compute == t.passes + t.stall + 4 + 4 + 1
+    # the array's drain (R + C = 8 cycles to the last tile, issue 20), then one to see it
+    assert array_drain(cfg) == 4 + 4
+    assert t.compute == t.passes + t.stall + 4 + 4 + 2
     # later batches are scheduled behind the passes; each batch boundary waits for the drain
-    assert t.stall == W[0] + 2 + (4 + 4) * (len(W) - 1)
+    assert t.stall == W[0] + 2 + (4 + 4 + 1) * (len(W) - 1)
     assert t.compute < t.passes + t.schedule  # the stages overlap
     # a head with one unit per group is scheduler-bound: the passes wait
     w1 = make_workload("random", (1, 2, 2), (1, 1, 1), 0)

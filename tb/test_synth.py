@@ -14,7 +14,9 @@ from kaleido.synth.flow import (
     RegisteredIO,
     ToolError,
     main,
+    parse_critical_path,
     parse_fmax,
+    parse_ltp,
     parse_stat_json,
     parse_transistors,
     ratios,
@@ -50,6 +52,35 @@ def test_parsers():
         parse_transistors("nothing")
     with pytest.raises(ValueError, match="Max frequency"):
         parse_fmax("nothing")
+
+
+def test_critical_path_and_depth_parsers():
+    """The post-route critical path of a nextpnr log (the last report) and
+    Yosys's ltp logic depth (issue 20)."""
+    log = (
+        "Info: Critical path report for clock 'clk' (posedge -> posedge):\n"
+        "Info:   clk-to-q  0.52  0.52 Source stale_FF.Q\nInfo: 1.00 ns logic, 1.00 ns routing\n"
+        "Info: Critical path report for clock 'clk' (posedge -> posedge):\n"
+        "Info:       type curr  total name\n"
+        "Info:   clk-to-q  0.52  0.52 Source inner.a_TRELLIS_FF_Q_1.Q\n"
+        "Info:    routing  0.80  1.32 Net inner.a[1] (1,1) -> (2,2)\n"
+        "Info:      logic  0.24  1.56 Source inner.sum_LUT4_Z.F\n"
+        "Info:      logic  0.07  1.63 Source inner.sum_CCU2C_S0$CCU2_COMB0.FCO\n"
+        "Info:    routing  0.40  2.03 Net inner.sum[3] (2,2) -> (3,3)\n"
+        "Info:      logic  3.93  5.96 Source inner.p_MULT18X18D_P9.P0\n"
+        "Info:    routing  1.00  6.96 Net inner.p[0] (3,3) -> (4,4)\n"
+        "Info:      setup  0.00  6.96 Source inner.r_TRELLIS_FF_Q_2.M\n"
+        "Info: 4.76 ns logic, 2.20 ns routing\n"
+    )
+    cp = parse_critical_path(log)
+    assert cp["delay_ns"] == 6.96 and (cp["logic_ns"], cp["routing_ns"]) == (4.76, 2.20)
+    assert (cp["from"], cp["to"], cp["levels"], cp["dsps"]) == ("a", "r", 2, 1)
+    assert cp["through"] == ["a", "sum", "p"]
+    assert parse_ltp("Longest topological path in top (length=3):\nLongest topological path in top (length=17):") == 17
+    with pytest.raises(ValueError, match="Critical path report"):
+        parse_critical_path("nothing")
+    with pytest.raises(ValueError, match="Longest topological path"):
+        parse_ltp("nothing")
 
 
 def test_ratios():
