@@ -138,12 +138,14 @@ def _separability(t):
 
 
 def _slots(needs, use_match, lookahead):
-    """Slot counts for need arrays ``(..., n)`` (the golden matcher or one
-    slot per non-SKIP channel)."""
+    """Slot counts and non-SKIP channel counts for need arrays ``(..., n)``
+    (the golden matcher or one slot per non-SKIP channel): a slot that
+    carries two channels is a DUAL_LO slot, so ``channels - slots`` of them."""
     nonskip = needs != Need.SKIP
+    channels = nonskip.sum(axis=-1, dtype=np.int64)
     if use_match and (needs == Need.HALF).any():
-        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead)
-    return nonskip.sum(axis=-1, dtype=np.int64)
+        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead), channels
+    return channels, channels
 
 
 @dataclasses.dataclass
@@ -211,6 +213,7 @@ def run_model(
     per_array = np.zeros(arrays, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
     phase_slots = [0, 0, 0, 0]
+    phase_channels = [0, 0, 0, 0]
     n_pass = 0
     batch_beats = []
     nest = batches(cfg, grid, split)
@@ -232,9 +235,10 @@ def run_model(
                 uq, inv_q = np.unique(qm, axis=0, return_inverse=True)
                 uk, inv_k = np.unique(km, axis=0, return_inverse=True)
                 su = np.zeros((len(uq), len(uk)), dtype=np.int64)
+                cu = np.zeros((len(uq), len(uk)), dtype=np.int64)
                 step = max(1, (1 << 22) // max(1, len(uk) * len(ch)))
                 for g0 in range(0, len(uq), step):
-                    su[g0 : g0 + step] = _slots(
+                    su[g0 : g0 + step], cu[g0 : g0 + step] = _slots(
                         table[phase][uq[g0 : g0 + step, None, :], uk[None, :, :]], use_match, cfg.lookahead
                     )
                 slots = su[inv_q.ravel()][:, inv_k.ravel()]
@@ -242,16 +246,18 @@ def run_model(
                 beats += b
                 phase_beats[phase] += int(b.sum())
                 phase_slots[phase] += int(slots.sum())
+                phase_channels[phase] += int(cu[inv_q.ravel()][:, inv_k.ravel()].sum())
                 continue
             # the need depends on one side only: evaluate per group, broadcast
             if kind == "row":
-                slots = _slots(table[phase][qm, 1], use_match, cfg.lookahead)[:, None]
+                slots, chans = (x[:, None] for x in _slots(table[phase][qm, 1], use_match, cfg.lookahead))
             else:
-                slots = _slots(table[phase][1, km], use_match, cfg.lookahead)[None, :]
+                slots, chans = (x[None, :] for x in _slots(table[phase][1, km], use_match, cfg.lookahead))
             b = np.maximum(slots, 1)
             beats += b
             phase_beats[phase] += int(np.broadcast_to(b, beats.shape).sum())
             phase_slots[phase] += int(np.broadcast_to(slots, beats.shape).sum())
+            phase_channels[phase] += int(np.broadcast_to(chans, beats.shape).sum())
         # passes in loop-nest order (row group outer, column group inner), dealt round-robin
         flat = beats.ravel() + pass_gap
         batch_beats.append((int(flat.sum()), int(flat[-1])))
@@ -273,7 +279,9 @@ def run_model(
         speedup=dense_cycles / cycles,
         utilization=util,
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
-        phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
+        phases={
+            p.name: {"beats": phase_beats[p], "slots": phase_slots[p], "channels": phase_channels[p]} for p in Phase
+        },
         passes=n_pass,
         beats=total_beats,
         arrays=arrays,
