@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth bench tables report clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench tables report scalesim-venv clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -22,9 +22,14 @@ help:
 	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json (~15 min)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
+	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
+	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
 	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
-	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s)"
+	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s; ~100 s with SCALE-Sim:"
+	@echo "                it runs SCALE-Sim when build/scalesim-venv exists, else uses the committed docs/report/scalesim.csv)"
+	@echo "make scalesim-venv  SCALE-Sim 3.0.0 (PyPI) in its own venv build/scalesim-venv, numpy < 2, pinned by"
+	@echo "                scripts/scalesim-constraints.txt (needs PyPI; the default tests do not)"
 	@echo "make clean      remove build/ (generated files)"
 
 $(STAMP): pyproject.toml requirements.lock scripts/setup.sh
@@ -68,6 +73,9 @@ mutate: $(STAMP)
 synth: $(STAMP)
 	$(PY) -m kaleido.synth.flow
 
+chip: $(STAMP)
+	$(PY) -m kaleido.synth.chip
+
 bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json
 	$(PY) -m kaleido.bench.dispatch --out build/bench/dispatch.json
@@ -80,6 +88,15 @@ tables: $(STAMP)
 
 report: $(STAMP)
 	$(PY) -m kaleido.bench.report
+
+# SCALE-Sim 3.0.0 fails under numpy 2: its own venv, pinned
+SCALESIM_VENV := build/scalesim-venv
+scalesim-venv: $(SCALESIM_VENV)/.installed
+
+$(SCALESIM_VENV)/.installed: scripts/scalesim-constraints.txt
+	$(PYTHON) -m venv $(SCALESIM_VENV)
+	$(SCALESIM_VENV)/bin/pip install -c scripts/scalesim-constraints.txt scalesim==3.0.0
+	@touch $@
 
 clean:
 	rm -rf build

@@ -136,6 +136,7 @@ class KaleidoPE(wiring.Component):
         dual_r = Signal()
         en_a = [Signal(name=f"en_a{i}") for i in range(n_acc)]
         en_b = [Signal(name=f"en_b{i}") for i in range(n_acc)]
+        self.enables = (en_a, en_b)  # the registers' enables, for activity probes (tb/activity.py)
         last = Signal()
         phase = Signal.like(ctl.phase)
         m.d.sync += [p_a.eq(mul_a), p_b.eq(mul_b), dual_r.eq(dual), last.eq(ctl.last), phase.eq(ctl.phase)]

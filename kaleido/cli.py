@@ -98,6 +98,13 @@ def _perf_parser(sub):
         help="attention-output quality (auto: when N <= 4096)",
     )
     out.add_argument(
+        "--energy-table",
+        metavar="FILE.toml",
+        default=None,
+        help="per-event energies (default kaleido/data/energy_45nm.toml: Horowitz 45 nm scaled to 16 nm; "
+        "docs/ENERGY.md)",
+    )
+    out.add_argument(
         "--synth-report",
         metavar="PATH",
         default=REPORT,
@@ -221,6 +228,10 @@ def _perf(args):
     from .model import attention_stages
 
     result.update(attention_stages(r, w.v, w.grid, w.split, cfg))
+    from .energy import attention_energy
+
+    energy = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r, args.energy_table)
+    result["energy"] = energy
     scheduler, matcher = VARIANTS[args.variant]
     clock = clocks(scheduler, matcher, args.synth_report)
     result["time"] = {**clock.as_dict(), "speedup": time_speedup(r.speedup, clock)}
@@ -247,6 +258,21 @@ def _perf(args):
         f"attention: cycles {att['cycles']:,}  dense {att['dense_cycles']:,}  speedup {att['speedup']:.3f}x "
         "(Q K^T, softmax, P V in turn)"
     )
+    print(
+        f"energy: Kaleido {energy['kaleido_pj'] / 1e6:,.3f} uJ  dense {energy['dense_pj'] / 1e6:,.3f} uJ  "
+        f"savings {energy['savings']:.3f}x (Q K^T alone {energy['qk_savings']:.3f}x; estimates at "
+        f"{energy['table']['node_nm']} nm, docs/ENERGY.md)"
+    )
+    for name, e in energy["by_stage"].items():
+        print(f"  energy {name:8s} Kaleido {e['kaleido'] / 1e6:>10,.3f} uJ  dense {e['dense'] / 1e6:>10,.3f} uJ")
+    print(
+        "  by kind (Kaleido / dense, uJ): "
+        + ", ".join(
+            f"{k} {e['kaleido'] / 1e6:,.3f}/{e['dense'] / 1e6:,.3f}"
+            for k, e in energy["by_kind"].items()
+            if e["kaleido"] or e["dense"]
+        )
+    )
     if engine:
         print(
             f"engine: compute {engine.compute:,} (passes {engine.passes:,}, dispatcher idle "
@@ -270,6 +296,9 @@ def _perf(args):
             "attention_cycles": result["attention"]["cycles"],
             "attention_dense_cycles": result["attention"]["dense_cycles"],
             "attention_speedup": result["attention"]["speedup"],
+            "energy_kaleido_pj": energy["kaleido_pj"],
+            "energy_dense_pj": energy["dense_pj"],
+            "energy_savings": energy["savings"],
             **{f"ops_{k}": v for k, v in r.ops.items()},
             **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
             "variant": r.variant,

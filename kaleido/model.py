@@ -149,12 +149,14 @@ def _separability(t):
 
 
 def _slots(needs, use_match, lookahead):
-    """Slot counts for need arrays ``(..., n)`` (the golden matcher or one
-    slot per non-SKIP channel)."""
+    """Slot counts and non-SKIP channel counts for need arrays ``(..., n)``
+    (the golden matcher or one slot per non-SKIP channel): a slot that
+    carries two channels is a DUAL_LO slot, so ``channels - slots`` of them."""
     nonskip = needs != Need.SKIP
+    channels = nonskip.sum(axis=-1, dtype=np.int64)
     if use_match and (needs == Need.HALF).any():
-        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead)
-    return nonskip.sum(axis=-1, dtype=np.int64)
+        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead), channels
+    return channels, channels
 
 
 @dataclasses.dataclass
@@ -190,7 +192,8 @@ def _group_masks(tags, size):
 def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int, pass_gap: int, progress=None):
     """The array's beats over a loop nest given, per batch, the row and
     column units' tags in pass order (``(tq, tk)``, uint8 ``(U, n)``):
-    ``(per_array, phase_beats, phase_slots, passes, batch_beats)``. Passes
+    ``(per_array, phase_beats, phase_slots, passes, batch_beats,
+    phase_channels)`` (channels: the non-SKIP channels the slots carry). Passes
     are row group outer, column group inner, dealt round-robin."""
     _, use_match = VARIANTS[variant]
     R, C = cfg.array_rows, cfg.array_cols
@@ -199,6 +202,7 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
     per_array = np.zeros(arrays, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
     phase_slots = [0, 0, 0, 0]
+    phase_channels = [0, 0, 0, 0]
     n_pass = 0
     batch_beats = []
     for index, (tq, tk) in enumerate(tags):
@@ -214,9 +218,10 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
                 uq, inv_q = np.unique(qm, axis=0, return_inverse=True)
                 uk, inv_k = np.unique(km, axis=0, return_inverse=True)
                 su = np.zeros((len(uq), len(uk)), dtype=np.int64)
+                cu = np.zeros((len(uq), len(uk)), dtype=np.int64)
                 step = max(1, (1 << 22) // max(1, len(uk) * n_ch))
                 for g0 in range(0, len(uq), step):
-                    su[g0 : g0 + step] = _slots(
+                    su[g0 : g0 + step], cu[g0 : g0 + step] = _slots(
                         table[phase][uq[g0 : g0 + step, None, :], uk[None, :, :]], use_match, cfg.lookahead
                     )
                 slots = su[inv_q.ravel()][:, inv_k.ravel()]
@@ -224,16 +229,18 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
                 beats += b
                 phase_beats[phase] += int(b.sum())
                 phase_slots[phase] += int(slots.sum())
+                phase_channels[phase] += int(cu[inv_q.ravel()][:, inv_k.ravel()].sum())
                 continue
             # the need depends on one side only: evaluate per group, broadcast
             if kind == "row":
-                slots = _slots(table[phase][qm, 1], use_match, cfg.lookahead)[:, None]
+                slots, chans = (x[:, None] for x in _slots(table[phase][qm, 1], use_match, cfg.lookahead))
             else:
-                slots = _slots(table[phase][1, km], use_match, cfg.lookahead)[None, :]
+                slots, chans = (x[None, :] for x in _slots(table[phase][1, km], use_match, cfg.lookahead))
             b = np.maximum(slots, 1)
             beats += b
             phase_beats[phase] += int(np.broadcast_to(b, beats.shape).sum())
             phase_slots[phase] += int(np.broadcast_to(slots, beats.shape).sum())
+            phase_channels[phase] += int(np.broadcast_to(chans, beats.shape).sum())
         # passes in loop-nest order (row group outer, column group inner), dealt round-robin
         flat = beats.ravel() + pass_gap
         batch_beats.append((int(flat.sum()), int(flat[-1])))
@@ -242,7 +249,7 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
         n_pass += flat.size
         if progress:
             progress(index + 1, n_batches)
-    return per_array, phase_beats, phase_slots, n_pass, batch_beats
+    return per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels
 
 
 def run_model(
@@ -287,7 +294,7 @@ def run_model(
             yield tq, tk
 
     walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
-    per_array, phase_beats, phase_slots, n_pass, batch_beats = walk
+    per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels = walk
     R, C = cfg.array_rows, cfg.array_cols
     start = 1 if pass_gap else 0
     cycles = int(per_array.max()) + start + array_drain(cfg)
@@ -302,7 +309,9 @@ def run_model(
         speedup=dense_cycles / cycles,
         utilization=util,
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
-        phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
+        phases={
+            p.name: {"beats": phase_beats[p], "slots": phase_slots[p], "channels": phase_channels[p]} for p in Phase
+        },
         passes=n_pass,
         beats=total_beats,
         arrays=arrays,
@@ -356,7 +365,7 @@ def linear_cycles(
                 tq = tq[perm]
             yield tq, unit_tags(wu, wcls, ch)
 
-    per_array, phase_beats, phase_slots, n_pass, batch_beats = _walk(
+    per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels = _walk(
         tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap
     )
     R, C = cfg.array_rows, cfg.array_cols
@@ -371,7 +380,9 @@ def linear_cycles(
         speedup=dense_cycles / cycles,
         utilization=hw / (2 * R * C * total_beats) if total_beats else 0.0,
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
-        phases={p.name: {"beats": phase_beats[p], "slots": phase_slots[p]} for p in Phase},
+        phases={
+            p.name: {"beats": phase_beats[p], "slots": phase_slots[p], "channels": phase_channels[p]} for p in Phase
+        },
         passes=n_pass,
         beats=total_beats,
         arrays=arrays,

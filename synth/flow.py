@@ -39,6 +39,7 @@ from amaranth.lib.wiring import In
 from ..clock import core_blocks
 from ..config import KaleidoConfig
 from ..hdl.emit import DESIGNS
+from .chip import chip_estimate
 
 __all__ = [
     "RegisteredIO",
@@ -469,6 +470,7 @@ def run_flow(
                 progress(f"  [{time.time() - t0:6.1f} s] {n}: {report['designs'][n]}")
     report["ratios"] = ratios(report)
     report["goals"] = timing_goals(report)
+    report["chip"] = chip_estimate(report["designs"])  # issue 15: area at the paper's denominator (synth/chip.py)
     report["seconds"] = round(time.time() - t0, 1)
     return report
 

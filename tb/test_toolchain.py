@@ -108,7 +108,10 @@ def test_make_report_on_a_tiny_head(tmp_path):
     assert out.returncode == 0, out.stderr
     report = (tmp_path / "REPORT.md").read_text()
     assert "## Targets" in report and "Fig. 19" in report
+    for section in ("## Speedup decomposition", "## Energy", "## External dense reference: SCALE-Sim v3"):
+        assert section in report, section
     names = {p.name for p in (tmp_path / "report").iterdir()}
+    assert "speedup_decomposition.csv" in names
     for fig in (
         "fig9_skip_baselines",
         "fig18c_ops",
@@ -117,5 +120,6 @@ def test_make_report_on_a_tiny_head(tmp_path):
         "fig23_thresholds",
         "fig24_motion",
         "accumulators",
+        "energy",
     ):
         assert f"{fig}.csv" in names and f"{fig}.png" in names, fig

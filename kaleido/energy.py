@@ -1,0 +1,393 @@
+"""Per-event energy model of one attention head (issue 15, docs/ENERGY.md).
+
+ESTIMATES. Every count comes from the cycle model (:func:`kaleido.model.run_model`
+for ``Q K^T``, :func:`kaleido.model.pv_cycles` for ``P V``) and the reuse
+classes; every energy from a data file (``kaleido/data/energy_45nm.toml``:
+Horowitz's 45 nm figures, ISSCC 2014, scaled to 16 nm by a stated factor).
+The counts of the array's events (nibble multiplies, accumulator adds, the
+lo/hi combines, drains, slots of each kind) equal the RTL's, counted in the
+Amaranth simulator (``tb/test_energy.py``).
+
+Events, per stage and design:
+
+* ``qk`` on the Kaleido array: per PE, channel and phase the multipliers and
+  registers the decode table enables (:func:`kaleido.encoding.register_parts`),
+  padding units (the last group of a short unit list) counted as unpaired,
+  as the RTL computes them on zero operands; one buffer read per pass
+  (the ``PassDispatcher``'s feature buffer: anchor, follower and tag of
+  each unit and channel; the dispatcher replays it over the four phases);
+  the beat register and the PEs' forwarding registers per beat; a drain
+  per phase and PE (the tile register, the register moves, a
+  read-modify-write of a 4-byte ``S`` entry).
+* ``qk`` on the dense array (``hdl/baseline.py``, the cycle model's dense
+  baseline): one 8x8 MAC per PE and cycle, one byte per row and column
+  read per cycle, 18 forwarded bits per PE and cycle, a drain per batch.
+* ``pv``: Kaleido's P V mode (a product is both nibble multipliers, the
+  combine and one accumulate; a FULL V follower adds the pre-add ``r0 + r1``;
+  one buffer read per unit, which the ``PvDispatcher`` turns into one or
+  two beats); the dense MAC array over the same passes.
+* ``softmax``: the same softmax unit and output scaler in both designs.
+* ``dispatch`` (Kaleido only): the reuse detectors (one compare per Q, K, V
+  value), the schedulers (4 Hamming distances per string), the matcher.
+* ``io``: Q, K, V from DRAM and O back, one byte each, both designs
+  (``S`` and ``P`` stay in the on-chip buffers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+import tomllib
+
+import numpy as np
+
+from .checks import check_qk
+from .config import KaleidoConfig
+from .encoding import ABSENT, TAGS, Part, Phase, pe_need, register_parts
+from .golden.ops import class_histograms
+from .loopnest import batches, group_slices, pv_chunk, units
+
+__all__ = [
+    "EVENTS",
+    "DEFAULT_TABLE",
+    "EnergyTable",
+    "load_table",
+    "qk_tables",
+    "qk_activity",
+    "pv_activity",
+    "attention_events",
+    "attention_energy",
+]
+
+#: the event kinds, in report order
+EVENTS = (
+    "mul_4x8",
+    "mul_8x8",
+    "add_8",
+    "add_20",
+    "acc_write",
+    "reg_byte",
+    "sram_read_byte",
+    "sram_write_byte",
+    "dram_byte",
+)
+
+DEFAULT_TABLE = pathlib.Path(__file__).resolve().parent / "data" / "energy_45nm.toml"
+
+#: bits a PE forwards per beat: Kaleido ROW (2 x 8 + 2 x 2) + COL (8 + 2 x 2) + CTL (6); dense a, b, slot, last
+KALEIDO_FORWARD_BITS = 20 + 12 + 6
+DENSE_FORWARD_BITS = 8 + 8 + 2
+
+
+def _kaleido_beat_bits(R: int, C: int) -> int:
+    """Bits of the beat register at the Kaleido array's edge (the dispatcher's output)."""
+    return 20 * R + 12 * C + 6
+
+
+def _dense_beat_bits(R: int, C: int) -> int:
+    """Bits of the dense array's input beat: a byte per row and column, slot and last."""
+    return 8 * R + 8 * C + 2
+
+
+#: bytes of one ``S`` (or partial ``O``) entry in the accumulation buffer
+ACC_ENTRY_BYTES = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class EnergyTable:
+    """Energies in pJ per event at ``node_nm`` (already scaled), with the
+    scale factor and the source of each entry."""
+
+    pj: dict
+    node_nm: int
+    factor: float
+    sources: dict
+    path: str
+
+    def as_dict(self) -> dict:
+        return {"pj": dict(self.pj), "node_nm": self.node_nm, "scale_factor": self.factor, "path": self.path}
+
+
+def _number(where: str, value, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where} must be a number, not {value!r}")
+    if positive and value <= 0:
+        raise ValueError(f"{where} must be positive, not {value!r}")
+    return float(value)
+
+
+def load_table(path=None) -> EnergyTable:
+    """Read an energy table (TOML, the layout of ``kaleido/data/energy_45nm.toml``):
+    ``[scale] factor, to_nm`` and ``[events.<kind>] pj, scaled, source``
+    for every kind in :data:`EVENTS`. Returns the energies scaled to
+    ``to_nm``; a missing or malformed entry raises ``ValueError`` naming it."""
+    path = pathlib.Path(DEFAULT_TABLE if path is None else path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"energy table {str(path)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"energy table {str(path)!r} is not valid TOML: {err}") from None
+    scale = data.get("scale")
+    if not isinstance(scale, dict):
+        raise ValueError(f"energy table {str(path)!r} has no [scale] table")
+    factor = _number(f"{path}: scale.factor", scale.get("factor"))
+    node = scale.get("to_nm")
+    if isinstance(node, bool) or not isinstance(node, int) or node < 1:
+        raise ValueError(f"{path}: scale.to_nm must be a positive integer, not {node!r}")
+    events = data.get("events")
+    if not isinstance(events, dict):
+        raise ValueError(f"energy table {str(path)!r} has no [events] tables")
+    unknown = sorted(set(events) - set(EVENTS))
+    if unknown:
+        raise ValueError(f"{path}: unknown event kind(s) {unknown}; the kinds are {list(EVENTS)}")
+    pj, sources = {}, {}
+    for kind in EVENTS:
+        entry = events.get(kind)
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: event {kind!r} is missing (need [events.{kind}] with pj and scaled)")
+        value = _number(f"{path}: events.{kind}.pj", entry.get("pj"))
+        scaled = entry.get("scaled")
+        if not isinstance(scaled, bool):
+            raise ValueError(f"{path}: events.{kind}.scaled must be true or false, not {scaled!r}")
+        pj[kind] = value * factor if scaled else value
+        sources[kind] = str(entry.get("source", ""))
+    return EnergyTable(pj, node, factor, sources, str(path))
+
+
+# ---------------------------------------------------------------------------
+# Q K^T on the Kaleido array
+# ---------------------------------------------------------------------------
+
+
+def qk_tables(accumulators: int = 3) -> dict[str, np.ndarray]:
+    """4x4 int64 tables ``[q, k]`` (follower tags, ABSENT = 3) summed over
+    the four phases, per PE and channel: ``mul`` nibble multiplies (the
+    bits of :func:`~kaleido.encoding.pe_need`), ``acc`` registers that add
+    a part, ``combine`` phases in which some register adds a whole product
+    ``p`` (the shared sum ``mulA + mulB'``)."""
+    out = {k: np.zeros((4, 4), dtype=np.int64) for k in ("mul", "acc", "combine")}
+    for q in TAGS:
+        for k in TAGS:
+            for phase in Phase:
+                regs = register_parts(phase, q, k, accumulators)
+                out["mul"][q, k] += bin(int(pe_need(phase, q, k, accumulators))).count("1")
+                out["acc"][q, k] += sum(1 for p in regs if p != Part.ZERO)
+                out["combine"][q, k] += int(any(p == Part.P for p in regs))
+    return out
+
+
+def _padded_histograms(Z, grid, split, cfg: KaleidoConfig, size: int) -> np.ndarray:
+    """:func:`~kaleido.golden.ops.class_histograms` with the padding units
+    that complete each group's last group of ``size`` counted as unpaired
+    (ABSENT): the RTL computes their T0 (and T1 or T2) on zero operands."""
+    hist = class_histograms(Z, grid, split, cfg.F, cfg.P)
+    for sl, axis in group_slices(split):
+        n_units = len(units(grid, axis))
+        hist[sl, ABSENT] += -(-n_units // size) * size - n_units
+    return hist
+
+
+def qk_activity(Q, K, grid, split, config: KaleidoConfig, result) -> dict[str, int]:
+    """The Kaleido array's events for ``Q K^T``, from the reuse classes and
+    the cycle model's ``result`` (:func:`~kaleido.model.run_model` of this
+    head and configuration): ``mul_4x8`` (nibble multiplies), ``acc_adds``
+    (a register adding a channel's part), ``combines``, ``full8_slots``,
+    ``dual_slots``, ``markers`` (beats of a phase without slots), ``beats``,
+    ``tiles`` (drains, one per PE, phase and pass), ``pass_words`` (passes
+    read into the dispatcher's feature buffer) and ``operand_bytes`` (their
+    valid channels: anchor, follower and 2-bit tag per unit; the
+    dispatcher replays them over the four phases from its buffer)."""
+    grid, split = check_qk(Q, K, grid, split)
+    R, C = config.array_rows, config.array_cols
+    hq = _padded_histograms(Q, grid, split, config, R)
+    hk = _padded_histograms(K, grid, split, config, C)
+    tables = qk_tables(config.accumulators)
+    count = {k: int(np.einsum("cq,ck,qk->", hq, hk, t)) for k, t in tables.items()}
+    operand_bits = 0  # per pass word, per row and column unit and channel: anchor, follower, tag (8 + 8 + 2)
+    for b in batches(config, grid, split):
+        n_units = len(b.units)
+        operand_bits += -(-n_units // R) * -(-n_units // C) * (R + C) * len(b.channels) * 18
+    slots = sum(p["slots"] for p in result.phases.values())
+    channels = sum(p["channels"] for p in result.phases.values())
+    beats = sum(p["beats"] for p in result.phases.values())
+    dual = channels - slots
+    return {
+        "mul_4x8": count["mul"],
+        "acc_adds": count["acc"],
+        "combines": count["combine"],
+        "full8_slots": slots - dual,
+        "dual_slots": dual,
+        "markers": beats - slots,
+        "beats": beats,
+        "tiles": 4 * R * C * result.passes,
+        "pass_words": result.passes,
+        "operand_bytes": operand_bits // 8,
+    }
+
+
+def pv_activity(V, grid, split, config: KaleidoConfig, timing) -> dict[str, int]:
+    """The Kaleido array's events for ``P V`` in P V mode, as the RTL's
+    ``PvDispatcher`` issues them (:func:`kaleido.golden.pv.pv_pass_beats`)
+    and :func:`~kaleido.model.pv_cycles`' ``timing``: ``products`` (a PE
+    with a non-SKIP select: both nibble multipliers, the combine, one
+    accumulate into R0), ``pre_adds`` (the ``SUM`` select, ``r0 + r1``, of
+    a FULL V follower), ``beats``, ``tiles`` (one drain per PE and pass),
+    ``unit_words`` (units read into the ``PvDispatcher``, which forms their
+    one or two beats) and ``operand_bytes`` (``P`` of each row and ``V`` of
+    each column at the anchor and, for a pair, the follower).
+    Padding counts as the RTL computes it: query rows past the head and
+    channel columns past a group multiply zeros (padding columns are FULL)."""
+    from .golden.pv import unit_full
+    from .loopnest import chunks
+
+    R, C = config.array_rows, config.array_cols
+    q_blocks = -(-V.shape[0] // R)
+    chunk = pv_chunk(config)
+    products = pre_adds = passes = words = operand_bytes = 0
+    for sl, axis in group_slices(split):
+        u = units(grid, axis)
+        paired = u[:, 1] >= 0
+        full = unit_full(V, u, np.arange(sl.start, sl.stop), config.F)
+        for cs in chunks(sl.stop - sl.start, C):
+            n_full = full[:, cs].sum(axis=1) + C - (cs.stop - cs.start)
+            one = paired & (n_full == C)  # one beat: SUM in every column
+            two = paired & ~one  # SUM or R0, then SKIP or R1
+            skipped = int(n_full[two].sum())
+            beats = int((~paired).sum() + one.sum() + 2 * two.sum())
+            products += C * beats - skipped
+            pre_adds += C * int(one.sum()) + skipped
+            passes += -(-len(u) // chunk)
+            words += len(u)
+            operand_bytes += int(paired.sum()) * 2 * (R + C) + int((~paired).sum()) * (R + C)
+    return {
+        "products": q_blocks * R * products,
+        "pre_adds": q_blocks * R * pre_adds,
+        "beats": timing.beats,
+        "tiles": q_blocks * passes * R * C,
+        "unit_words": q_blocks * words,
+        "operand_bytes": q_blocks * operand_bytes,
+    }
+
+
+# ---------------------------------------------------------------------------
+# Events of every stage, then energy
+# ---------------------------------------------------------------------------
+
+
+def _zero() -> dict[str, int]:
+    return dict.fromkeys(EVENTS, 0)
+
+
+def _drains(ev: dict, tiles: int, registers: int) -> None:
+    """A drain: the tile register and ``registers`` register moves or
+    clears, and a read-modify-write of one accumulation-buffer entry."""
+    ev["acc_write"] += tiles * (1 + registers)
+    ev["add_20"] += tiles  # the buffer's accumulate
+    ev["sram_read_byte"] += tiles * ACC_ENTRY_BYTES
+    ev["sram_write_byte"] += tiles * ACC_ENTRY_BYTES
+
+
+def _dense_macs(ev: dict, beats: int, R: int, C: int) -> None:
+    """A dense output-stationary MAC array: every PE one 8x8 MAC per beat;
+    one byte per row and column read per beat."""
+    macs = beats * R * C
+    ev["mul_8x8"] += macs
+    ev["add_20"] += macs
+    ev["acc_write"] += macs
+    ev["reg_byte"] += beats * (R * C * DENSE_FORWARD_BITS + _dense_beat_bits(R, C)) // 8
+    ev["sram_read_byte"] += beats * (R + C)
+
+
+def attention_events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> dict:
+    """Event counts ``{stage: {"kaleido": {kind: n}, "dense": {kind: n}}}``
+    for the stages ``qk``, ``softmax``, ``pv``, ``dispatch`` and ``io`` of
+    one head; ``result`` is the cycle model's ``Q K^T`` result, ``pv`` the
+    :func:`~kaleido.model.pv_cycles` timing (computed when ``None``)."""
+    from .model import pv_cycles
+
+    grid, split = check_qk(Q, K, grid, split)
+    n, d = Q.shape
+    R, C = config.array_rows, config.array_cols
+    pv = pv or pv_cycles(V, grid, split, config)
+    stages = {s: {"kaleido": _zero(), "dense": _zero()} for s in ("qk", "softmax", "pv", "dispatch", "io")}
+    n_batches = len(batches(config, grid, split))
+
+    # Q K^T, Kaleido
+    qa = qk_activity(Q, K, grid, split, config, result)
+    ev = stages["qk"]["kaleido"]
+    ev["mul_4x8"] = qa["mul_4x8"]
+    ev["add_20"] = qa["acc_adds"] + qa["combines"]
+    ev["acc_write"] = qa["acc_adds"]
+    ev["reg_byte"] = qa["beats"] * (R * C * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(R, C)) // 8
+    ev["sram_read_byte"] = qa["operand_bytes"]
+    _drains(ev, qa["tiles"], config.accumulators)
+    # Q K^T, dense
+    ev = stages["qk"]["dense"]
+    dense_beats = math.ceil(n / R) * math.ceil(n / C) * d
+    _dense_macs(ev, dense_beats, R, C)
+    _drains(ev, math.ceil(n / R) * R * math.ceil(n / C) * C * n_batches, 1)
+
+    # P V
+    pa = pv_activity(V, grid, split, config, pv)
+    ev = stages["pv"]["kaleido"]
+    ev["mul_4x8"] = 2 * pa["products"]
+    ev["add_20"] = 2 * pa["products"]  # the combine and the accumulate
+    ev["add_8"] = pa["pre_adds"]
+    ev["acc_write"] = pa["products"]
+    ev["reg_byte"] = pa["beats"] * (R * C * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(R, C)) // 8
+    ev["sram_read_byte"] = pa["operand_bytes"]
+    _drains(ev, pa["tiles"], 1)
+    ev = stages["pv"]["dense"]
+    _dense_macs(ev, pv.dense_beats, R, C)
+    _drains(ev, pa["tiles"], 1)
+
+    # softmax unit and output scaler: the same in both designs
+    for design in ("kaleido", "dense"):
+        ev = stages["softmax"][design]
+        ev["sram_read_byte"] = n * n * 2 * ACC_ENTRY_BYTES + n * d * ACC_ENTRY_BYTES  # S twice (row replayed), O
+        ev["sram_write_byte"] = n * n + n * d  # P, scaled O
+        ev["mul_8x8"] = 2 * n * n + n * d  # exponential, normalisation; output scale
+        ev["add_20"] = 2 * n * n  # row max, row sum
+        io = stages["io"][design]
+        io["dram_byte"] = 4 * n * d  # Q, K, V in, O out
+
+    # dispatch (Kaleido only): detectors, schedulers, matcher
+    ev = stages["dispatch"]["kaleido"]
+    strings = 2 * sum(len(units(grid, b.axis)) for b in batches(config, grid, split))
+    ev["add_8"] = 3 * n * d + strings * 4 * 2 + sum(p["slots"] for p in result.phases.values())
+    ev["reg_byte"] = strings * 2  # a 16-bit reuse string per unit and batch
+    return stages
+
+
+def attention_energy(Q, K, V, grid, split, config: KaleidoConfig, result, table=None, pv=None) -> dict:
+    """Energy of one head in pJ, Kaleido against the dense array:
+    ``kaleido_pj``, ``dense_pj``, ``savings`` (dense / Kaleido), ``qk_savings``
+    (the ``Q K^T`` stage alone), ``by_stage`` and ``by_kind`` (each
+    ``{name: {"kaleido": pJ, "dense": pJ}}``), ``events`` (the counts) and
+    ``table`` (the energies used). ``table`` is an :class:`EnergyTable` or
+    a path (default ``kaleido/data/energy_45nm.toml``)."""
+    if not isinstance(table, EnergyTable):
+        table = load_table(table)
+    stages = attention_events(Q, K, V, grid, split, config, result, pv)
+    by_stage = {
+        s: {design: sum(cnt * table.pj[k] for k, cnt in ev.items()) for design, ev in designs.items()}
+        for s, designs in stages.items()
+    }
+    by_kind = {
+        k: {design: sum(stages[s][design][k] for s in stages) * table.pj[k] for design in ("kaleido", "dense")}
+        for k in EVENTS
+    }
+    kaleido = sum(v["kaleido"] for v in by_stage.values())
+    dense = sum(v["dense"] for v in by_stage.values())
+    return {
+        "kaleido_pj": kaleido,
+        "dense_pj": dense,
+        "savings": dense / kaleido,
+        "qk_savings": by_stage["qk"]["dense"] / by_stage["qk"]["kaleido"],
+        "by_stage": by_stage,
+        "by_kind": by_kind,
+        "events": stages,
+        "table": table.as_dict(),
+    }
