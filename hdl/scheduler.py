@@ -40,9 +40,11 @@ class Scheduler(wiring.Component):
     a window's worth arrived or ``last``; DRAW takes one leap-forward LFSR draw
     per cycle until ``min(4, m)`` distinct pivots below ``m`` are chosen;
     ASSIGN sends one string per cycle to the nearest (Hamming distance by XOR
-    and an adder tree) non-full cluster, ties to the lowest index; OUTPUT
-    streams clusters 0..3 (one position per cycle). A window therefore takes
-    ``m + draws + m + m`` cycles with no stall. The LFSR state carries over
+    and an adder tree) non-full cluster, ties to the lowest index, in two
+    pipeline stages (distances registered, then the argmin and the cluster
+    write; issue 20); OUTPUT streams clusters 0..3 (one position per cycle).
+    A window therefore takes ``m + draws + (m + 1) + m`` cycles (plus one per
+    empty cluster skipped) with no stall. The LFSR state carries over
     windows; it starts at ``LFSR_SEED`` after reset.
     """
 
@@ -79,6 +81,21 @@ class Scheduler(wiring.Component):
         lfsr = Signal(LFSR_WIDTH, init=LFSR_SEED)
         out_cluster = Signal(range(K))
         out_pos = Signal(range(cap_max + 1))
+        # the ASSIGN pipeline register: distances to the pivots, the string's position
+        dist_r = [Signal(range(B + 1), name=f"dist{j}") for j in range(K)]
+        pos_r = Signal(range(WINDOW))
+        assign_v = Signal()
+        cap_r = Signal(range(cap_max + 1))
+        wr_v = Signal()
+        wr_cluster = Signal(range(K))
+        wr_index = Signal(range(cap_max))
+        wr_pos = Signal(range(WINDOW))
+        m.d.sync += wr_v.eq(0)
+        with m.If(wr_v):
+            for j in range(K):
+                with m.If(wr_cluster == j):
+                    m.d.sync += clusters[j][wr_index].eq(wr_pos)
+        has_pivot = [Signal(name=f"has_pivot{j}") for j in range(K)]
 
         cap = Signal(range(cap_max + 1))
         m.d.comb += cap.eq((count + (K - 1)) >> 2)
@@ -119,27 +136,48 @@ class Scheduler(wiring.Component):
                         with m.If(n_piv == j):
                             m.d.sync += pivot_str[j].eq(queue[idx])
                     with m.If(n_piv + 1 == need_piv):
-                        m.d.sync += [pos.eq(0)] + [f.eq(0) for f in fill]
+                        m.d.sync += [pos.eq(0), assign_v.eq(0)] + [f.eq(0) for f in fill]
+                        # the window's capacity and pivot count, fixed for ASSIGN (registered: off its path)
+                        m.d.sync += [cap_r.eq(cap)] + [has_pivot[j].eq(j < need_piv) for j in range(K)]
                         m.next = "ASSIGN"
             with m.State("ASSIGN"):
+                # Two stages (issue 20): stage 1 reads string ``pos`` and
+                # registers its Hamming distance to each pivot (XOR and a
+                # balanced adder tree); stage 2 sends the string read the
+                # cycle before to its nearest non-full cluster. Distances do
+                # not depend on the fills, so the stages never conflict; the
+                # window takes one cycle more (``schedule_cycles``).
                 s = queue[pos]
-                best = Const(0, range(K))
-                best_d = Const(B + 1, range(B + 2))
-                for j in range(K):
-                    x = s ^ pivot_str[j]
-                    d = Signal(range(B + 1), name=f"dist{j}")
-                    m.d.comb += d.eq(popcount(x))  # balanced adder tree
-                    ok = (j < need_piv) & (fill[j] < cap)
-                    take = ok & (d < best_d)
-                    best = Mux(take, j, best)
-                    best_d = Mux(take, d, best_d)
-                for j in range(K):
-                    with m.If(best == j):
-                        m.d.sync += [clusters[j][fill[j]].eq(pos), fill[j].eq(fill[j] + 1)]
-                m.d.sync += pos.eq(pos + 1)
-                with m.If(pos + 1 == count):
-                    m.d.sync += [out_cluster.eq(0), out_pos.eq(0)]
-                    m.next = "SKIP_EMPTY"
+                with m.If(pos < count):
+                    for j in range(K):
+                        m.d.sync += dist_r[j].eq(popcount(s ^ pivot_str[j]))
+                    m.d.sync += [pos_r.eq(pos), pos.eq(pos + 1)]
+                m.d.sync += assign_v.eq(pos < count)
+
+                # nearest non-full cluster, ties to the lowest index: a
+                # tournament (pairs, then their winners) instead of a chain
+                def pick(a, b):
+                    (ia, da, oa), (ib, db, ob) = a, b
+                    first = ~ob | (oa & (da <= db))  # neither ok: the lower index, as the chain did
+                    return Mux(first, ia, ib), Mux(first, da, db), oa | ob
+
+                cands = [(Const(j, range(K)), dist_r[j], has_pivot[j] & (fill[j] < cap_r)) for j in range(K)]
+                while len(cands) > 1:
+                    cands = [
+                        pick(cands[i], cands[i + 1]) if i + 1 < len(cands) else cands[i]
+                        for i in range(0, len(cands), 2)
+                    ]
+                best = cands[0][0]
+                with m.If(assign_v):
+                    # the cluster entry is written a cycle later (wr_*): only
+                    # the fill count is on the argmin's path
+                    m.d.sync += [wr_v.eq(1), wr_cluster.eq(best), wr_pos.eq(pos_r)]
+                    for j in range(K):
+                        with m.If(best == j):
+                            m.d.sync += [wr_index.eq(fill[j]), fill[j].eq(fill[j] + 1)]
+                    with m.If(pos_r + 1 == count):
+                        m.d.sync += [out_cluster.eq(0), out_pos.eq(0), assign_v.eq(0)]
+                        m.next = "SKIP_EMPTY"
             with m.State("SKIP_EMPTY"):
                 # advance to the next cluster that has entries to send
                 with m.If(out_pos < fill[out_cluster]):

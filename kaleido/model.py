@@ -20,7 +20,7 @@ slots. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 
 The scheduler is assumed to run ahead of the array (the paper pipelines
 it with compute): its per-window time (``golden.scheduler.schedule_cycles``,
-``3m + draws + clusters`` cycles for ``m`` strings, checked against the RTL)
+``3m + draws + clusters + 1`` cycles for ``m`` strings, checked against the RTL)
 is far below the passes a window feeds (16 row groups x every column group)
 and is not added. :func:`engine_cycles` is the integrated engine's exact
 count, which adds what the engine does not hide (it pipelines scheduling
