@@ -171,8 +171,8 @@ MUTANTS = [
     Mutant(
         "scheduler_tie",
         "hdl/scheduler.py",
-        "take = ok & (d < best_d)",
-        "take = ok & (d <= best_d)",
+        "first = ~ob | (oa & (da <= db))",
+        "first = ~ob | (oa & (da < db))",
         "scheduler tie-break",
     ),
     Mutant(
