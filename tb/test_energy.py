@@ -103,7 +103,8 @@ def test_default_table_scaled_and_packaged():
     assert t.pj["dram_byte"] == raw["events"]["dram_byte"]["pj"]  # off chip: not scaled
     # the data file ships with the package
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "data/*.toml" in pyproject["tool"]["setuptools"]["package-data"]["kaleido"]
+    setup = pyproject["tool"]["setuptools"]
+    assert "kaleido.data" in setup["packages"] and "*.toml" in setup["package-data"]["kaleido.data"]
 
 
 def _write(tmp_path, edit):
