@@ -28,11 +28,10 @@ import numpy as np
 
 from ..checks import as_int8, check_grid
 from ..config import AXES, LFSR_SEED, KaleidoConfig, LinearReuse
-from ..encoding import ABSENT, Phase, Reuse
-from ..loopnest import Batch, chunks, pad_units, pairs, unit_tags, units
+from ..encoding import ABSENT, Reuse
+from ..loopnest import Batch, chunks, pairs, unit_tags, units
 from .attention import metrics
-from .loopnest import Pass, pass_operands, unit_order
-from .matcher import channel_needs, match
+from .loopnest import Pass, batch_passes, unit_order
 from .ops import COSTS
 from .reuse import exact_matmul
 
@@ -199,23 +198,10 @@ def linear_passes(
     wcls = np.full(Wt.shape, Reuse.NONE, dtype=np.uint8)
     wu = weight_units(W.shape[1])
     state = LFSR_SEED
-    R, C = cfg.array_rows, cfg.array_cols
     for batch in linear_batches(cfg, X.shape[1], grid, rule):
         u, ch = batch.units, batch.channels
         rows_u = u
         if scheduler:
             perm, state = unit_order(unit_tags(u, xcls, ch), cfg, "row", state)
             rows_u = u[perm]
-        for rs in chunks(len(rows_u), R):
-            rsel = pad_units(rows_u[rs], R)
-            A, qt, rp = pass_operands(X, Xe, xcls, rsel, ch)
-            for cs in chunks(len(wu), C):
-                csel = pad_units(wu[cs], C)
-                B, kt, cp = pass_operands(Wt, Wt, wcls, csel, ch)
-                slots = []
-                for phase in Phase:
-                    needs = channel_needs(
-                        phase, qt, kt, rows_present=rp, cols_present=cp, accumulators=cfg.accumulators
-                    )
-                    slots.append(match(needs, cfg.lookahead))
-                yield Pass(batch, A, qt, rp, B, kt, cp, slots, rsel, csel)
+        yield from batch_passes(batch, (X, Xe, xcls, rows_u), (Wt, Wt, wcls, wu), cfg)

@@ -19,7 +19,15 @@ from .matcher import channel_needs, match
 from .reuse import effective, follower_classes
 from .scheduler import reuse_strings, schedule_order
 
-__all__ = ["Pass", "pass_operands", "unit_order", "iter_passes", "scores_by_passes", "accumulate_tiles"]
+__all__ = [
+    "Pass",
+    "pass_operands",
+    "unit_order",
+    "iter_passes",
+    "batch_passes",
+    "scores_by_passes",
+    "accumulate_tiles",
+]
 
 
 def pass_operands(Z, Zeff, cls_of, unit_rows, channels):
@@ -109,7 +117,6 @@ def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, match
     qcls = follower_classes(Q, grid, split, F, P)
     kcls = follower_classes(K, grid, split, F, P)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
-    R, C = cfg.array_rows, cfg.array_cols
     for batch in batches(cfg, grid, split):
         u, ch = batch.units, batch.channels
         rows_u = cols_u = u if order is None else u[order[batch.group]]
@@ -117,23 +124,35 @@ def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, match
             perm_r, state["row"] = unit_order(unit_tags(u, qcls, ch), cfg, "row", state["row"])
             perm_c, state["column"] = unit_order(unit_tags(u, kcls, ch), cfg, "column", state["column"])
             rows_u, cols_u = u[perm_r], u[perm_c]
-        for rs in chunks(len(rows_u), R):
-            rsel = pad_units(rows_u[rs], R)
-            A, qt, rp = pass_operands(Q, Qe, qcls, rsel, ch)
-            for cs in chunks(len(cols_u), C):
-                csel = pad_units(cols_u[cs], C)
-                B, kt, cp = pass_operands(K, Ke, kcls, csel, ch)
-                slots = []
-                for phase in Phase:
-                    needs = channel_needs(
-                        phase, qt, kt, rows_present=rp, cols_present=cp, accumulators=cfg.accumulators
-                    )
-                    slots.append(
-                        match(needs, cfg.lookahead)
-                        if matcher
-                        else [(c,) for c, nd in enumerate(needs) if nd != Need.SKIP]
-                    )
-                yield Pass(batch, A, qt, rp, B, kt, cp, slots, rsel, csel)
+        yield from batch_passes(batch, (Q, Qe, qcls, rows_u), (K, Ke, kcls, cols_u), cfg, matcher=matcher)
+
+
+def batch_passes(batch: Batch, rows: tuple, cols: tuple, config: KaleidoConfig, *, matcher=True):
+    """The passes of one batch, row group outer, column group inner: ``rows``
+    and ``cols`` are ``(Z, Zeff, cls_of, units)`` of each side (operands,
+    effective operands, :func:`follower_classes`-style per-token classes
+    and the units in pass order); ``matcher=False`` issues every needed
+    channel as a FULL8 slot. ``iter_passes`` (``Q K^T``) and
+    :func:`kaleido.golden.linear.linear_passes` (``X W``) share it."""
+    R, C = config.array_rows, config.array_cols
+    ch = batch.channels
+    zr, zr_eff, cls_r, rows_u = rows
+    zc, zc_eff, cls_c, cols_u = cols
+    for rs in chunks(len(rows_u), R):
+        rsel = pad_units(rows_u[rs], R)
+        A, qt, rp = pass_operands(zr, zr_eff, cls_r, rsel, ch)
+        for cs in chunks(len(cols_u), C):
+            csel = pad_units(cols_u[cs], C)
+            B, kt, cp = pass_operands(zc, zc_eff, cls_c, csel, ch)
+            slots = []
+            for phase in Phase:
+                needs = channel_needs(phase, qt, kt, rows_present=rp, cols_present=cp, accumulators=config.accumulators)
+                slots.append(
+                    match(needs, config.lookahead)
+                    if matcher
+                    else [(c,) for c, nd in enumerate(needs) if nd != Need.SKIP]
+                )
+            yield Pass(batch, A, qt, rp, B, kt, cp, slots, rsel, csel)
 
 
 def scores_by_passes(
