@@ -294,20 +294,25 @@ def run_model(
             yield tq, tk
 
     walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
-    per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels = walk
     R, C = cfg.array_rows, cfg.array_cols
-    start = 1 if pass_gap else 0
-    cycles = int(per_array.max()) + start + array_drain(cfg)
-    total_beats = int(per_array.sum())
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
     counts = op_counts(Q, K, grid, split, cfg.F, cfg.P)
+    return _result(walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=quality)
+
+
+def _result(walk, cfg: KaleidoConfig, counts: dict, dense_cycles: int, *, pass_gap, arrays, variant, quality):
+    """The :class:`ModelResult` of a :func:`_walk`: cycles (``pass_gap``'s
+    start beat, then the array's drain), utilization and the ops of
+    ``counts`` (``dense``, ``oracle``, ``hw3``/``hw4``)."""
+    per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels = walk
+    cycles = int(per_array.max()) + (1 if pass_gap else 0) + array_drain(cfg)
+    total_beats = int(per_array.sum())
     hw = counts["hw4" if cfg.accumulators == 4 else "hw3"]
-    util = hw / (2 * R * C * total_beats) if total_beats else 0.0
     return ModelResult(
         cycles=cycles,
         dense_cycles=dense_cycles,
         speedup=dense_cycles / cycles,
-        utilization=util,
+        utilization=hw / (2 * cfg.array_rows * cfg.array_cols * total_beats) if total_beats else 0.0,
         ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
         phases={
             p.name: {"beats": phase_beats[p], "slots": phase_slots[p], "channels": phase_channels[p]} for p in Phase
@@ -365,31 +370,11 @@ def linear_cycles(
                 tq = tq[perm]
             yield tq, unit_tags(wu, wcls, ch)
 
-    per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels = _walk(
-        tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap
-    )
+    walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap)
     R, C = cfg.array_rows, cfg.array_cols
-    cycles = int(per_array.max()) + (1 if pass_gap else 0) + array_drain(cfg)
-    total_beats = int(per_array.sum())
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(d_out / C) / arrays) * d_in + R + C - 1
     counts = linear_op_counts(X, grid, int(d_out), rule)
-    hw = counts["hw4" if cfg.accumulators == 4 else "hw3"]
-    return ModelResult(
-        cycles=cycles,
-        dense_cycles=dense_cycles,
-        speedup=dense_cycles / cycles,
-        utilization=hw / (2 * R * C * total_beats) if total_beats else 0.0,
-        ops={"dense": counts["dense"], "oracle": counts["oracle"], "hw": hw},
-        phases={
-            p.name: {"beats": phase_beats[p], "slots": phase_slots[p], "channels": phase_channels[p]} for p in Phase
-        },
-        passes=n_pass,
-        beats=total_beats,
-        arrays=arrays,
-        variant=variant,
-        quality=None,
-        batch_beats=batch_beats,
-    )
+    return _result(walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=None)
 
 
 # ---------------------------------------------------------------------------
