@@ -219,7 +219,13 @@ MUTANTS = [
     ),
     # the cycle model
     Mutant("model_bank_free", "kaleido/model.py", "a_last[b - 2] + 2)", "a_last[b - 2] + 3)", "engine timing"),
-    Mutant("model_pass_gap_start", "kaleido/model.py", "start = 1 if pass_gap else 0", "start = 0", "array timing"),
+    Mutant(
+        "model_pass_gap_start",
+        "kaleido/model.py",
+        "(1 if pass_gap else 0) + array_drain(cfg)",
+        "0 + array_drain(cfg)",
+        "array timing",
+    ),
     Mutant(
         "model_pv_drain",
         "kaleido/model.py",
