@@ -126,10 +126,10 @@ def schedule(strings, *, seed: int = LFSR_SEED, window: int = WINDOW) -> Schedul
 def schedule_cycles(sch: Schedule, m: int) -> int:
     """Cycles the RTL ``Scheduler`` spends on one window of ``m`` strings with
     always-valid input and always-ready output: ``m`` (load) + draws + ``m +
-    1`` (assign, two pipeline stages) + one cycle per cluster up to the last
+    2`` (assign, three pipeline stages) + one cycle per cluster up to the last
     non-empty one + ``m`` (output)."""
     last = max(j for j, c in enumerate(sch.clusters) if c)
-    return 3 * m + sch.draws + last + 2
+    return 3 * m + sch.draws + last + 3
 
 
 def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):

@@ -51,9 +51,13 @@ class Matcher(wiring.Component):
         phase = Signal(2)
         busy = Signal()
 
-        # head: lowest pending channel; rest: the others (one carry chain)
+        # head: lowest pending channel; rest: the others. ``rest`` is a
+        # register beside ``pending`` (issue 20): its next value is chosen
+        # among carry chains computed in parallel from it (below), so only
+        # one carry chain (the merge partner's) lies on the slot's path.
         rest = Signal(B)
-        m.d.comb += rest.eq(pending & (pending - 1))
+        rest2 = Signal(B)
+        m.d.comb += rest2.eq(rest & (rest - 1))
         head_oh = Signal(B)
         m.d.comb += head_oh.eq(pending & ~rest)
         # Merge partner: the first HALF among the first L rest channels
@@ -77,7 +81,7 @@ class Matcher(wiring.Component):
         # the slot is the job's last when nothing is left after it: no rest,
         # or one rest channel that merges (computed beside ``dual``)
         rest_single = Signal()
-        m.d.comb += rest_single.eq((rest != 0) & ((rest & (rest - 1)) == 0))
+        m.d.comb += rest_single.eq((rest != 0) & (rest2 == 0))
         slot_last = Signal()
         m.d.comb += slot_last.eq((rest == 0) | (dual & rest_single))
 
@@ -93,6 +97,14 @@ class Matcher(wiring.Component):
 
         remaining = Signal(B)
         m.d.comb += remaining.eq(rest & ~Mux(dual, partner_oh, 0))
+        # ``rest`` after this slot, the channels after the next head: without
+        # a merge the head leaves (rest minus its lowest: ``rest2``); with a
+        # merge the partner leaves too, and when it was the lowest rest
+        # channel (no rest channel below it) the next head is rest2's lowest.
+        rest3 = Signal(B)
+        m.d.comb += rest3.eq(rest2 & (rest2 - 1))
+        next_rest = Signal(B)
+        m.d.comb += next_rest.eq(Mux(dual, Mux(below == 0, rest3, rest2 & ~partner_oh), rest2))
         m.d.comb += [
             self.o.valid.eq(busy),
             self.o.payload.c1.eq(encode(head_oh)),
@@ -105,15 +117,17 @@ class Matcher(wiring.Component):
         done = self.o.valid & self.o.ready & self.o.payload.last
         m.d.comb += self.i.ready.eq(~busy | done)
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += pending.eq(remaining)
+            m.d.sync += [pending.eq(remaining), rest.eq(next_rest)]
             with m.If(self.o.payload.last):
                 m.d.sync += busy.eq(0)
         with m.If(self.i.valid & self.i.ready):
             need = self.i.payload.need
+            new = Cat(*[need[c] != Need.SKIP for c in range(B)])
             m.d.sync += [
                 busy.eq(1),
                 phase.eq(self.i.payload.phase),
-                pending.eq(Cat(*[need[c] != Need.SKIP for c in range(B)])),
+                pending.eq(new),
+                rest.eq(new & (new - 1)),
                 half.eq(Cat(*[need[c] == Need.HALF for c in range(B)])),
             ]
         return m

@@ -41,9 +41,9 @@ class Scheduler(wiring.Component):
     per cycle until ``min(4, m)`` distinct pivots below ``m`` are chosen;
     ASSIGN sends one string per cycle to the nearest (Hamming distance by XOR
     and an adder tree) non-full cluster, ties to the lowest index, in two
-    pipeline stages (distances registered, then the argmin and the cluster
-    write; issue 20); OUTPUT streams clusters 0..3 (one position per cycle).
-    A window therefore takes ``m + draws + (m + 1) + m`` cycles (plus one per
+    pipeline stages (string read, distances registered, then the argmin and
+    the cluster write; issue 20); OUTPUT streams clusters 0..3 (one position
+    per cycle). A window therefore takes ``m + draws + (m + 2) + m`` cycles (plus one per
     empty cluster skipped) with no stall. The LFSR state carries over
     windows; it starts at ``LFSR_SEED`` after reset.
     """
@@ -81,7 +81,11 @@ class Scheduler(wiring.Component):
         lfsr = Signal(LFSR_WIDTH, init=LFSR_SEED)
         out_cluster = Signal(range(K))
         out_pos = Signal(range(cap_max + 1))
-        # the ASSIGN pipeline register: distances to the pivots, the string's position
+        # the ASSIGN pipeline registers: the string read and its position
+        # (stage 0), its distances to the pivots and its position (stage 1)
+        s_r = Signal(B)
+        pos_s = Signal(range(WINDOW))
+        s_v = Signal()
         dist_r = [Signal(range(B + 1), name=f"dist{j}") for j in range(K)]
         pos_r = Signal(range(WINDOW))
         assign_v = Signal()
@@ -136,23 +140,26 @@ class Scheduler(wiring.Component):
                         with m.If(n_piv == j):
                             m.d.sync += pivot_str[j].eq(queue[idx])
                     with m.If(n_piv + 1 == need_piv):
-                        m.d.sync += [pos.eq(0), assign_v.eq(0)] + [f.eq(0) for f in fill]
+                        m.d.sync += [pos.eq(0), s_v.eq(0), assign_v.eq(0)] + [f.eq(0) for f in fill]
                         # the window's capacity and pivot count, fixed for ASSIGN (registered: off its path)
                         m.d.sync += [cap_r.eq(cap)] + [has_pivot[j].eq(j < need_piv) for j in range(K)]
                         m.next = "ASSIGN"
             with m.State("ASSIGN"):
-                # Two stages (issue 20): stage 1 reads string ``pos`` and
+                # Three stages (issue 20): stage 0 reads string ``pos`` out
+                # of the queue (a 64:1 multiplexer) into ``s_r``; stage 1
                 # registers its Hamming distance to each pivot (XOR and a
-                # balanced adder tree); stage 2 sends the string read the
-                # cycle before to its nearest non-full cluster. Distances do
-                # not depend on the fills, so the stages never conflict; the
-                # window takes one cycle more (``schedule_cycles``).
-                s = queue[pos]
+                # balanced adder tree); stage 2 sends the string to its
+                # nearest non-full cluster. Distances do not depend on the
+                # fills, so the stages never conflict; the window takes two
+                # cycles more than one string per cycle (``schedule_cycles``).
                 with m.If(pos < count):
+                    m.d.sync += [s_r.eq(queue[pos]), pos_s.eq(pos), pos.eq(pos + 1)]
+                m.d.sync += s_v.eq(pos < count)
+                with m.If(s_v):
                     for j in range(K):
-                        m.d.sync += dist_r[j].eq(popcount(s ^ pivot_str[j]))
-                    m.d.sync += [pos_r.eq(pos), pos.eq(pos + 1)]
-                m.d.sync += assign_v.eq(pos < count)
+                        m.d.sync += dist_r[j].eq(popcount(s_r ^ pivot_str[j]))
+                    m.d.sync += pos_r.eq(pos_s)
+                m.d.sync += assign_v.eq(s_v)
 
                 # nearest non-full cluster, ties to the lowest index: a
                 # tournament (pairs, then their winners) instead of a chain
@@ -176,7 +183,7 @@ class Scheduler(wiring.Component):
                         with m.If(best == j):
                             m.d.sync += [wr_index.eq(fill[j]), fill[j].eq(fill[j] + 1)]
                     with m.If(pos_r + 1 == count):
-                        m.d.sync += [out_cluster.eq(0), out_pos.eq(0), assign_v.eq(0)]
+                        m.d.sync += [out_cluster.eq(0), out_pos.eq(0), s_v.eq(0), assign_v.eq(0)]
                         m.next = "SKIP_EMPTY"
             with m.State("SKIP_EMPTY"):
                 # advance to the next cluster that has entries to send
