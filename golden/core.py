@@ -27,7 +27,7 @@ from .pv import v_effective
 from .reuse import effective, exact_matmul
 from .softmax import exp2_table, head_constant
 
-__all__ = ["TileStats", "tile_operands", "core_attention"]
+__all__ = ["TileStats", "tile_operands", "core_attention", "memory_image", "beats_per_row"]
 
 
 @dataclasses.dataclass
@@ -44,6 +44,27 @@ class TileStats:
     bytes_written: int = 0
     peak_s: int = 0
     peak_o: int = 0
+
+
+def beats_per_row(d: int, port_bytes: int) -> int:
+    """Port beats of one token row of ``d`` int8 values; a row never
+    shares a beat, so ``d`` must be a multiple of ``port_bytes``."""
+    if d % port_bytes:
+        raise ValueError(f"d = {d} is not a multiple of port_bytes = {port_bytes}: a token row must fill whole beats")
+    return d // port_bytes
+
+
+def memory_image(X: np.ndarray, port_bytes: int) -> list[int]:
+    """The external-memory beats of an int8 operand ``X`` (tokens x d) as
+    the core reads it: row-major, token ``t`` in beats ``t * d /
+    port_bytes`` onward, byte 0 of a beat in its low bits, values as
+    two's-complement bytes."""
+    X = np.asarray(X)
+    if X.ndim != 2 or X.dtype != np.int8:
+        raise ValueError(f"X must be a 2-D int8 array (tokens x d), not {X.dtype} of shape {X.shape}")
+    beats_per_row(X.shape[1], port_bytes)
+    raw = X.astype(np.uint8).reshape(-1, port_bytes)
+    return [int.from_bytes(row.tobytes(), "little") for row in raw]
 
 
 def tile_operands(Z: np.ndarray, box: Box, split, F: int, P: int, side: str) -> np.ndarray:

@@ -296,7 +296,8 @@ class CoreConfig:
     port_bytes : int
         External memory port width, bytes per cycle.
     mem_latency : int
-        Cycles from a read request to its first data beat.
+        Cycles from an accepted read request to its data beat (at least
+        1: a synchronous memory).
     max_tokens : int
         Largest head the core addresses (at most 32,768).
     s_pass : str
@@ -327,9 +328,8 @@ class CoreConfig:
         object.__setattr__(self, "tile", tuple(int(x) for x in tile))
         for field in ("port_bytes", "mem_latency", "max_tokens"):
             value = getattr(self, field)
-            kind = "non-negative" if field == "mem_latency" else "positive"
-            if not is_int(value) or value < (0 if field == "mem_latency" else 1):
-                raise ValueError(f"{field} must be a {kind} integer, not {value!r}")
+            if not is_int(value) or value < 1:
+                raise ValueError(f"{field} must be a positive integer, not {value!r}")
         if self.max_tokens > MAX_CORE_TOKENS:
             raise ValueError(f"max_tokens must be at most {MAX_CORE_TOKENS}, not {self.max_tokens!r}")
         if self.s_pass not in ("spill", "recompute"):

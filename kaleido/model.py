@@ -63,6 +63,7 @@ __all__ = [
     "linear_cycles",
     "PvTiming",
     "pv_cycles",
+    "load_cycles",
     "attention_stages",
     "SOFTMAX_LATENCY",
     "softmax_cycles",
@@ -637,3 +638,15 @@ def output_scaler_cycles(n_rows: int, d: int, lanes: int) -> int:
     :func:`softmax_cycles`: ``n_rows ceil(d / lanes)`` beats, one a cycle,
     each out one cycle after it is taken."""
     return _positive("n_rows", n_rows) * -(-_positive("d", d) // _positive("lanes", lanes)) + 1
+
+
+def load_cycles(beats: int, mem_latency: int) -> int:
+    """Cycles the attention core's ``TileLoader`` takes for one load of
+    ``beats`` port beats from a memory of latency ``mem_latency`` that never
+    stalls: one request per cycle, the last beat written ``mem_latency``
+    cycles after its request, so ``beats + mem_latency`` from the command's
+    acceptance to ``done`` (docs/CORE.md, "The memory port")."""
+    for name, v in (("beats", beats), ("mem_latency", mem_latency)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, not {v!r}")
+    return int(beats) + int(mem_latency)

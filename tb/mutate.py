@@ -252,7 +252,16 @@ def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) ->
         dest,
         symlinks=True,
         ignore=shutil.ignore_patterns(
-            "build", ".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info"
+            "build",
+            ".git",
+            ".venv",
+            "__pycache__",
+            ".pytest_cache",
+            ".hypothesis",
+            "*.egg-info",
+            # tool caches another test process may be writing meanwhile (a race in copytree)
+            ".mypy_cache",
+            ".ruff_cache",
         ),
     )
     (dest / mutant.path).write_text(text.replace(mutant.old, mutant.new))

@@ -93,7 +93,7 @@ def test_buffers_are_bounded_by_the_tile():
         ({"tile": (2, 4, 5)}, r"tile must be three even extents >= 2 \(t, y, x\), not \(2, 4, 5\)"),
         ({"tile": (0, 4, 4)}, "tile must be three even extents"),
         ({"port_bytes": 0}, "port_bytes must be a positive integer, not 0"),
-        ({"mem_latency": -1}, "mem_latency must be a non-negative integer, not -1"),
+        ({"mem_latency": 0}, "mem_latency must be a positive integer, not 0"),
         ({"max_tokens": 40000}, "max_tokens must be at most 32768, not 40000"),
         ({"s_pass": "online"}, "s_pass must be 'spill' or 'recompute', not 'online'"),
     ],
