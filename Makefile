@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench tables report scalesim-venv clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report scalesim-venv clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -24,7 +24,9 @@ help:
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s), softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
+	@echo "make sweep      kaleido sweep on a local Dask cluster: 16 synthetic heads x 4 configurations -> build/sweep/table/"
+	@echo "                (heads.csv, heads.parquet, summary.json, plots; ~1 min; docs/SWEEP.md)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s; ~100 s with SCALE-Sim:"
 	@echo "                it runs SCALE-Sim when build/scalesim-venv exists, else uses the committed docs/report/scalesim.csv)"
@@ -82,6 +84,9 @@ bench: $(STAMP)
 	$(PY) -m kaleido.bench.model --out build/bench/model.json
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
 	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
+
+sweep: $(STAMP)
+	$(PY) -m kaleido.bench.sweep --out build/sweep --workers $(JOBS)
 
 tables: $(STAMP)
 	$(PY) -m kaleido.bench.tables --out docs/GOLDEN_TABLE.md --csv build/tables/golden.csv
