@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report scalesim-venv clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report scalesim-venv capture-venv clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -32,6 +32,9 @@ help:
 	@echo "                it runs SCALE-Sim when build/scalesim-venv exists, else uses the committed docs/report/scalesim.csv)"
 	@echo "make scalesim-venv  SCALE-Sim 3.0.0 (PyPI) in its own venv build/scalesim-venv, numpy < 2, pinned by"
 	@echo "                scripts/scalesim-constraints.txt (needs PyPI; the default tests do not)"
+	@echo "make capture-venv  the optional .[capture] extra (torch, diffusers) in its own venv build/capture-venv, pinned by"
+	@echo "                scripts/capture-constraints.txt (~6 min, 5.8 GB from PyPI); then tb/test_capture.py runs there:"
+	@echo "                build/capture-venv/bin/python -m pytest tb/test_capture.py (kaleido capture: docs/CAPTURE.md)"
 	@echo "make clean      remove build/ (generated files)"
 
 $(STAMP): pyproject.toml requirements.lock scripts/setup.sh
@@ -101,6 +104,16 @@ scalesim-venv: $(SCALESIM_VENV)/.installed
 $(SCALESIM_VENV)/.installed: scripts/scalesim-constraints.txt
 	$(PYTHON) -m venv $(SCALESIM_VENV)
 	$(SCALESIM_VENV)/bin/pip install -c scripts/scalesim-constraints.txt scalesim==3.0.0
+	@touch $@
+
+# kaleido capture's torch + diffusers (5.8 GB) stay out of .venv: their own venv, pinned
+CAPTURE_VENV := build/capture-venv
+capture-venv: $(CAPTURE_VENV)/.installed
+
+$(CAPTURE_VENV)/.installed: scripts/capture-constraints.txt requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(CAPTURE_VENV)
+	$(CAPTURE_VENV)/bin/python -m pip install --quiet "pip==$$(sed -n 's/^pip==//p' requirements.lock)"
+	$(CAPTURE_VENV)/bin/python -m pip install -c requirements.lock -c scripts/capture-constraints.txt -e ".[capture,test]"
 	@touch $@
 
 clean:
