@@ -3,7 +3,6 @@ cluster; every table value against a direct model call, the whole-model
 speedup against its definition, and clear errors for bad input."""
 
 import json
-import math
 
 import numpy as np
 import pandas as pd
@@ -13,9 +12,9 @@ from kaleido import KaleidoConfig
 from kaleido.cli import main
 from kaleido.energy import attention_energy
 from kaleido.golden.attention import reuse_attention
-from kaleido.golden.workloads import random_workload, save, synthetic_video
+from kaleido.golden.workloads import load, random_workload, save, synthetic_video
 from kaleido.model import attention_stages, run_model
-from kaleido.sweep import MANIFEST, configurations, discover, sweep, write_manifest
+from kaleido.sweep import MANIFEST, SweepConfig, configurations, discover, evaluate, sweep, write_manifest
 
 #: (file, step, layer, head, workload)
 HEADS = [
@@ -41,8 +40,6 @@ def heads_dir(tmp_path):
 
 def _direct(name, F, P, acc):
     """The row's values computed here, from the model's own functions."""
-    from kaleido.golden.workloads import load
-
     w = load(name)
     cfg = KaleidoConfig(split=w.split, F=F, P=P, accumulators=acc)
     r = run_model(w.q, w.k, w.grid, w.split, cfg, variant="full")
@@ -80,7 +77,7 @@ def test_sweep_cli_on_a_local_cluster(heads_dir, tmp_path, capsys):
             assert row["attention_cycles"] == att["attention"]["cycles"]
             assert row["pv_cycles"] == att["stages"]["pv"]["cycles"]
             assert row["energy_kaleido_pj"] == e["kaleido_pj"] and row["energy_dense_pj"] == e["dense_pj"]
-            assert row["psnr_db"] == q["psnr"] or (math.isinf(q["psnr"]) and math.isinf(row["psnr_db"]))
+            assert row["psnr_db"] == q["psnr"] and row["cosine"] == q["cosine"] and row["psnr_rows"] == row["n"]
             cycles, dense = cycles + r.cycles, dense + r.dense_cycles
         name = rows["config"].iloc[0]
         seen.add(name)
@@ -148,3 +145,18 @@ def test_discover_reads_the_manifest(heads_dir):
     heads = discover(heads_dir)
     assert [(h.step, h.layer, h.head) for h in heads] == [h[1:4] for h in HEADS]
     assert heads[2].grid == (2, 2, 4) and heads[2].split == (44, 42, 42) and heads[2].model == "tiny-synthetic"
+
+
+def test_quality_of_a_long_head_samples_queries(heads_dir):
+    """Above ``quality_max_n`` tokens the PSNR is over ``quality_rows``
+    evenly spaced queries against every key."""
+    h = discover(heads_dir)[1]
+    w = load(h.file)
+    row = evaluate(h, SweepConfig(), quality_max_n=47, quality_rows=10)
+    rows = np.linspace(0, w.n - 1, 10).round().astype(np.int64)
+    q = reuse_attention(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales, rows=rows).metrics["vs_int8"]
+    assert row["psnr_rows"] == 10 and row["psnr_db"] == q["psnr"] and row["cosine"] == q["cosine"]
+    full = evaluate(h, SweepConfig())
+    assert full["psnr_rows"] == w.n == 48 and full["psnr_db"] != row["psnr_db"]
+    with pytest.raises(ValueError, match="quality_rows must be a positive integer, not 0"):
+        sweep(heads_dir, heads_dir / "o", quality_rows=0)
