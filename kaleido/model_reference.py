@@ -3,7 +3,8 @@ reference the fast walk of :mod:`kaleido.model` is tested against
 (tb/test_model_fast.py) and timed against (``make bench``,
 ``kaleido.bench.model --reference``): every pass's need array materialised
 (row groups x column groups x channels) and the golden matcher run
-bit-parallel over all of them, about 40 s for a 32,768-token head.
+bit-parallel over all of them: 40 to 70 s for a 32,768-token head on
+this shared machine (the fast walk: about 1.5 s).
 
 ``with reference_walk(): run_model(...)`` runs the model through it."""
 
