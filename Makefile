@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench tables report scalesim-venv clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report scalesim-venv capture-venv clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -24,12 +24,17 @@ help:
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model, softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
+	@echo "make sweep      kaleido sweep on a local Dask cluster: 16 synthetic heads x 4 configurations -> build/sweep/table/"
+	@echo "                (heads.csv, heads.parquet, summary.json, plots; ~1 min; docs/SWEEP.md)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s; ~100 s with SCALE-Sim:"
 	@echo "                it runs SCALE-Sim when build/scalesim-venv exists, else uses the committed docs/report/scalesim.csv)"
 	@echo "make scalesim-venv  SCALE-Sim 3.0.0 (PyPI) in its own venv build/scalesim-venv, numpy < 2, pinned by"
 	@echo "                scripts/scalesim-constraints.txt (needs PyPI; the default tests do not)"
+	@echo "make capture-venv  the optional .[capture] extra (torch, diffusers) in its own venv build/capture-venv, pinned by"
+	@echo "                scripts/capture-constraints.txt (~6 min, 5.8 GB from PyPI); then tb/test_capture.py runs there:"
+	@echo "                build/capture-venv/bin/python -m pytest tb/test_capture.py (kaleido capture: docs/CAPTURE.md)"
 	@echo "make clean      remove build/ (generated files)"
 
 $(STAMP): pyproject.toml requirements.lock scripts/setup.sh
@@ -79,9 +84,12 @@ chip: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json
 	$(PY) -m kaleido.bench.dispatch --out build/bench/dispatch.json
-	$(PY) -m kaleido.bench.model --out build/bench/model.json
+	$(PY) -m kaleido.bench.model --reference --out build/bench/model.json
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
 	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
+
+sweep: $(STAMP)
+	$(PY) -m kaleido.bench.sweep --out build/sweep --workers $(JOBS)
 
 tables: $(STAMP)
 	$(PY) -m kaleido.bench.tables --out docs/GOLDEN_TABLE.md --csv build/tables/golden.csv
@@ -96,6 +104,16 @@ scalesim-venv: $(SCALESIM_VENV)/.installed
 $(SCALESIM_VENV)/.installed: scripts/scalesim-constraints.txt
 	$(PYTHON) -m venv $(SCALESIM_VENV)
 	$(SCALESIM_VENV)/bin/pip install -c scripts/scalesim-constraints.txt scalesim==3.0.0
+	@touch $@
+
+# kaleido capture's torch + diffusers (5.8 GB) stay out of .venv: their own venv, pinned
+CAPTURE_VENV := build/capture-venv
+capture-venv: $(CAPTURE_VENV)/.installed
+
+$(CAPTURE_VENV)/.installed: scripts/capture-constraints.txt requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(CAPTURE_VENV)
+	$(CAPTURE_VENV)/bin/python -m pip install --quiet "pip==$$(sed -n 's/^pip==//p' requirements.lock)"
+	$(CAPTURE_VENV)/bin/python -m pip install -c requirements.lock -c scripts/capture-constraints.txt -e ".[capture,test]"
 	@touch $@
 
 clean:

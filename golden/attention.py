@@ -60,7 +60,8 @@ def _int8_attention(S, V, scales):
 
 @dataclasses.dataclass(frozen=True)
 class AttentionResult:
-    """Outputs of :func:`reuse_attention` (all float64 ``(N, d)``).
+    """Outputs of :func:`reuse_attention` (all float64 ``(N, d)``, or one
+    row per query of ``rows``).
 
     Members
     -------
@@ -77,22 +78,28 @@ class AttentionResult:
     metrics: dict
 
 
-def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None) -> AttentionResult:
+def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None, rows=None) -> AttentionResult:
     """Float attention output with channel-wise reuse on Q (row side), K and
     V (column side), and its two references.
 
     ``scales`` are the per-tensor quantisation scales ``(q, k, v)``;
     ``reference`` optionally gives the float ``(Q, K, V)`` before
-    quantisation for the float reference.
+    quantisation for the float reference. ``rows`` (query token indices)
+    restricts the outputs and metrics to those queries, against every key:
+    the ``N x N`` scores of a long head need not fit in memory.
     """
     grid, split = check_qkv(Q, K, V, grid, split)
     F, P = check_thresholds(F, P)
     scales = check_scales(scales)
+    n = Q.shape[0]
+    sel = np.arange(n) if rows is None else np.asarray(rows)
+    if sel.ndim != 1 or not np.issubdtype(sel.dtype, np.integer) or not sel.size or sel.min() < 0 or sel.max() >= n:
+        raise ValueError(f"rows must be query indices in 0..{n - 1}, not {rows!r}")
     Qe = effective(Q, grid, split, F, P, side="row")
     Ke = effective(K, grid, split, F, P, side="column")
     Ve = effective(V, grid, split, F, P, side="column")
-    out = _int8_attention(exact_matmul(Qe, Ke.T), Ve, scales)
-    ref8 = _int8_attention(exact_matmul(Q, K.T), V, scales)
+    out = _int8_attention(exact_matmul(Qe[sel], Ke.T), Ve, scales)
+    ref8 = _int8_attention(exact_matmul(Q[sel], K.T), V, scales)
     result = {"vs_int8": metrics(out, ref8)}
     ref_f = None
     if reference is not None:
@@ -101,7 +108,7 @@ def reuse_attention(Q, K, V, grid, split, F=5, P=3, *, scales, reference=None) -
             raise ValueError(
                 f"reference tensors must all have shape {Q.shape!r}, not {Qf.shape!r}, {Kf.shape!r}, {Vf.shape!r}"
             )
-        ref_f = softmax_attention(Qf @ Kf.T / np.sqrt(Q.shape[1]), Vf)
+        ref_f = softmax_attention(Qf[sel] @ Kf.T / np.sqrt(Q.shape[1]), Vf)
         result["vs_float"] = metrics(out, ref_f)
         result["int8_vs_float"] = metrics(ref8, ref_f)
     return AttentionResult(out, ref8, ref_f, result)

@@ -13,7 +13,6 @@ import numpy as np
 
 from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, lfsr_steps, pivot_bits
 from ..encoding import ABSENT, Reuse
-from ..loopnest import chunks
 
 __all__ = [
     "reuse_strings",
@@ -136,11 +135,46 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
     """Scheduler over a whole queue: windows of ``window`` strings in order,
     the LFSR state carried across; returns ``(order, state)`` where
     ``order`` is the permutation of queue positions (clusters concatenated
-    window by window)."""
+    window by window).
+
+    Exactly :func:`schedule` window after window (tb/test_golden_dispatch.py
+    holds the two equal), vectorised over the windows: the pivot draws
+    depend on the LFSR alone, so they are drawn first, one window after
+    another; then every window assigns its strings at once, position by
+    position (nearest pivot with room, ties to the lowest cluster)."""
     strings = np.asarray(strings, dtype=np.uint64).ravel()
-    order, state = [], seed
-    for win in chunks(len(strings), window):
-        sch = schedule(strings[win], seed=state, window=window)
-        state = sch.state
-        order += [win.start + p for c in sch.clusters for p in c]
-    return np.array(order, dtype=np.int64), state
+    n = len(strings)
+    if not isinstance(seed, (int, np.integer)) or not 1 <= int(seed) < (1 << LFSR_WIDTH):
+        raise ValueError(f"seed must be a nonzero {LFSR_WIDTH}-bit LFSR state, not {seed!r}")
+    state = int(seed)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), state
+    starts = np.arange(0, n, window)
+    sizes = np.minimum(window, n - starts)
+    n_win = len(starts)
+    pivots = np.zeros((n_win, CLUSTERS), dtype=np.int64)
+    has_pivot = np.zeros((n_win, CLUSTERS), dtype=bool)
+    for w, m in enumerate(sizes):
+        drawn, state, _ = draw_pivots(int(m), state, max(window, int(m)))
+        pivots[w, : len(drawn)] = drawn
+        has_pivot[w, : len(drawn)] = True
+    flat = np.zeros(n_win * window, dtype=np.uint64)
+    flat[:n] = strings
+    queue = flat.reshape(n_win, window)
+    rows = np.arange(n_win)
+    pivot_strings = queue[rows[:, None], pivots]  # (windows, clusters)
+    far = 1 << 16  # beyond any distance (at most 64 bits)
+    dist = np.bitwise_count(queue[:, :, None] ^ pivot_strings[:, None, :]).astype(np.int64)
+    dist += np.where(has_pivot, 0, 2 * far)[:, None, :]
+    cap = -(-sizes // CLUSTERS)
+    held = np.zeros((n_win, CLUSTERS), dtype=np.int64)
+    cluster = np.full((n_win, window), CLUSTERS, dtype=np.int64)
+    for pos in range(window):
+        live = pos < sizes
+        j = np.argmin(dist[:, pos, :] + np.where(held >= cap[:, None], far, 0), axis=1)
+        cluster[live, pos] = j[live]
+        held[rows[live], j[live]] += 1
+    local = np.argsort(cluster, axis=1, kind="stable")  # clusters in order, queue order within; padding last
+    order = (local + starts[:, None]).ravel()
+    keep = (np.arange(window)[None, :] < sizes[:, None]).ravel()
+    return order[keep].astype(np.int64), state

@@ -1,9 +1,14 @@
-"""``kaleido`` command line: ``kaleido perf`` runs the cycle model.
+"""``kaleido`` command line: ``kaleido perf`` runs the cycle model on one
+head, ``kaleido sweep`` on every head of a directory (Dask; docs/SWEEP.md),
+``kaleido capture`` dumps heads from a diffusers transformer (the optional
+``.[capture]`` extra; docs/CAPTURE.md).
 
 Examples::
 
     kaleido perf --preset hunyuan --grid 4,8,8 --motion slow --variant full
     kaleido perf --workload my_head.npz --F 5 --P 4 --accumulators 4 --json out.json
+    kaleido sweep heads/ --out build/sweep --workers 2 --thresholds 5,3 5,4 --accumulators 3 4
+    kaleido capture --tiny wan --out heads/ --steps 2
 """
 
 from __future__ import annotations
@@ -315,6 +320,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="kaleido", description="Kaleido accelerator tools")
     sub = ap.add_subparsers(dest="command", required=True)
     _perf_parser(sub)
+    from .sweep import add_parser as _sweep_parser
+
+    _sweep_parser(sub)
+    from .capture import add_parser as _capture_parser
+
+    _capture_parser(sub)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

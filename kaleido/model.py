@@ -3,10 +3,22 @@
 Vectorised over passes: per channel group, batch and phase, each row group
 (``array_rows`` row units, in queue or scheduled order) is summarised by a
 4-bit mask per channel of the follower classes it holds (NONE, PARTIAL,
-FULL, ABSENT; padding units hold none), each column group likewise; a
-lookup table turns a (row mask, column mask) pair into the array-level need
-of spec sec. 7, and the matcher (or plain issue) turns a pass's needs into
-slots. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
+FULL, ABSENT; padding units hold none), each column group likewise; the
+lookup table of spec sec. 7 (:func:`need_table`) turns a (row mask, column
+mask) pair into the array-level need, and the matcher (or plain issue)
+turns a pass's needs into slots. Issue 16 made it fast without changing a
+count: masks with equal table rows (columns) are merged, each row group
+becomes bit words of the channels where it holds each row class, each
+column group the non-SKIP and HALF words under each row class, so a
+pass's need words are a few ANDs and ORs of its row and column keys; slots
+are evaluated once per distinct (row key, column key) pair, the matcher as
+a byte-wide automaton table (:func:`_slot_table`), and summed with the
+pairs' multiplicities (per array, for the round-robin deal); the
+scheduler's order is vectorised over its windows
+(:func:`kaleido.golden.scheduler.schedule_order`). A 32,768-token head
+takes about 1.5 s instead of 40 to 70 s (``make bench``).
+:mod:`kaleido.model_reference` keeps the walk it replaced; the tests hold
+the two equal. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 
 * a phase costs ``max(1, slots)`` beats; passes stream back to back;
 * ``pass_gap`` idle beats per pass (1 for the RTL's single-buffered
@@ -36,6 +48,7 @@ whole head, same drain): ``ceil(N/R) * ceil(N/C) * d + R + C - 1`` cycles.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -103,61 +116,107 @@ def stream_cycles(beats: int, config: KaleidoConfig) -> int:
     return beats + array_drain(config)
 
 
-def _pack_bits(mask):
-    """bool ``(..., n)`` -> uint32 with channel ``c`` at bit ``c``."""
-    packed = np.packbits(mask, axis=-1, bitorder="little")
-    out = np.zeros(mask.shape[:-1], dtype=np.uint32)
-    for i in range(packed.shape[-1]):
-        out |= packed[..., i].astype(np.uint32) << np.uint32(8 * i)
+def _lanes(ns: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """bool ``(..., n)`` non-SKIP and HALF channels (``n <= 64``) -> the
+    walk's need words ``(..., lanes)``: per byte of 8 channels a 16-bit
+    field, the non-SKIP bits high, the HALF bits low (channel ``c`` at bit
+    ``c mod 8`` of its byte's field); one uint32 lane for up to 16 channels,
+    else uint64 lanes of 32 channels."""
+    n = ns.shape[-1]
+    dtype = np.uint32 if n <= 16 else np.uint64
+    per_lane = 2 if n <= 16 else 4  # bytes
+    c = np.arange(n)
+    byte, bit = c // 8, c % 8
+    lane = byte // per_lane
+    shift = (16 * (byte % per_lane) + bit).astype(dtype)
+    out = np.zeros((*ns.shape[:-1], int(lane.max()) + 1 if n else 1), dtype=dtype)
+    for ln in range(out.shape[-1]):
+        at = lane == ln
+        words = (ns[..., at].astype(dtype) << (shift[at] + dtype(8))) | (half[..., at].astype(dtype) << shift[at])
+        out[..., ln] = np.bitwise_or.reduce(words, axis=-1) if at.any() else 0
     return out
 
 
-def _match_slots(ns, hm, lookahead):
-    """Vectorised golden matcher: slot counts for need masks (``ns`` non-SKIP
-    bits, ``hm`` HALF bits, channel 0 = bit 0)."""
-    pending = ns.astype(np.uint32).copy()
-    hm = hm.astype(np.uint32)
-    slots = np.zeros(pending.shape, dtype=np.int64)
-    one = np.uint32(1)
-    while True:
-        active = pending != 0
-        if not active.any():
-            return slots
-        head = pending & (~pending + one)
-        rest = pending & ~head
-        win = np.zeros_like(rest)
-        r = rest.copy()
-        for _ in range(lookahead):
-            low = r & (~r + one)
-            win |= low
-            r &= ~low
-        cand = win & hm
-        partner = cand & (~cand + one)
-        dual = ((head & hm) != 0) & (partner != 0)
-        pending = rest & ~np.where(dual, partner, np.uint32(0))
-        slots += active
+@functools.lru_cache(maxsize=8)
+def _slot_table(lookahead: int | None) -> np.ndarray:
+    """The golden matcher (:func:`kaleido.golden.matcher.match`) as an
+    automaton over one byte of channels: uint16 indexed by ``(state << 16) |
+    (non-SKIP bits << 8) | HALF bits`` -> ``(state' << 4) | slots`` (the
+    byte's non-SKIP channels less its DUAL_LO slots).
+
+    Each HALF head pairs with the first HALF after it when at most
+    ``lookahead - 1`` (FULL) channels lie between (the entries after a head
+    are never taken by an earlier head's partner, so the window is the next
+    ``lookahead`` non-SKIP channels). State 0: no HALF head waiting; ``1 +
+    m``: one waits with ``m`` FULL channels after it. ``None``: no matcher,
+    one slot per non-SKIP channel. The walk clips ``lookahead`` to the
+    batch (a longer window never ends inside it)."""
+    L = 0 if lookahead is None else lookahead
+    idx = np.arange((L + 1) << 16, dtype=np.int64)
+    state = idx >> 16
+    ns = (idx >> 8) & 0xFF
+    half = idx & 0xFF & ns
+    slots = np.zeros_like(idx)
+    for c in range(8):
+        is_half = ((half >> c) & 1).astype(bool)
+        is_full = ((ns >> c) & 1).astype(bool) & ~is_half
+        waiting = state > 0
+        slots += is_full | (is_half & ~waiting)
+        state = np.where(
+            is_half,
+            np.where(waiting, 0, 1 if L > 0 else 0),
+            np.where(is_full & waiting, np.where(state < L, state + 1, 0), state),
+        )
+    return ((state << 4) | slots).astype(np.uint16)
 
 
-def _separability(t):
-    """``"row"`` if a phase's need depends on the row mask alone (for every
-    non-empty column mask), ``"col"`` likewise, else ``"both"``. Every group
-    holds a present unit, so masks are never empty."""
-    if (t[1:, 1:] == t[1:, 1:2]).all():
-        return "row"
-    if (t[1:, 1:] == t[1:2, 1:]).all():
-        return "col"
-    return "both"
+def _pair_slots(rows: np.ndarray, cols: np.ndarray, lookahead: int | None) -> np.ndarray:
+    """Slots of every (row key, column key) pair of one phase: ``rows``
+    (``k``, R, lanes) need-word masks of the row classes that need
+    something (the channels where a row group holds that class), ``cols``
+    (``k``, C, lanes) the columns' need words under each of them; a pair's
+    need words are ``OR_k rows[k] & cols[k]`` (:func:`_lanes`). Returns
+    uint16 ``(R, C)``: one slot per non-SKIP channel less the matcher's
+    DUAL_LO slots (``lookahead`` None: no matcher)."""
+    k, R, n_lanes = rows.shape
+    C = cols.shape[1]
+    slots = np.zeros((R, C), dtype=np.uint16)
+    if not k:
+        return slots
+    table = _slot_table(lookahead)
+    state = None
+    for ln in range(n_lanes):
+        word = rows[0, :, None, ln] & cols[0, None, :, ln]
+        tmp = np.empty_like(word)
+        for j in range(1, k):
+            np.bitwise_and(rows[j, :, None, ln], cols[j, None, :, ln], out=tmp)
+            word |= tmp
+        if lookahead is None:
+            ns_mask = word.dtype.type(0xFF00FF00FF00FF00 & np.iinfo(word.dtype).max)
+            slots += np.bitwise_count(word & ns_mask).astype(np.uint16)
+            continue
+        for b in range(word.itemsize // 2):
+            field = (word >> word.dtype.type(16 * b)) & word.dtype.type(0xFFFF) if b else word & word.dtype.type(0xFFFF)
+            idx = field.astype(np.intp)
+            if state is not None:
+                idx |= state << 16
+            v = table[idx]
+            slots += v & np.uint16(15)
+            state = (v >> np.uint16(4)).astype(np.intp)
+    return slots
 
 
-def _slots(needs, use_match, lookahead):
-    """Slot counts and non-SKIP channel counts for need arrays ``(..., n)``
-    (the golden matcher or one slot per non-SKIP channel): a slot that
-    carries two channels is a DUAL_LO slot, so ``channels - slots`` of them."""
-    nonskip = needs != Need.SKIP
-    channels = nonskip.sum(axis=-1, dtype=np.int64)
-    if use_match and (needs == Need.HALF).any():
-        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead), channels
-    return channels, channels
+def _mask_classes(t: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Masks with equal rows (``axis`` 0) or columns (1) of a phase's need
+    table are one class: ``(class of each mask (16,), a representative mask
+    per class)``."""
+    rows = t if axis == 0 else t.T
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    return inverse.ravel(), first
+
+
+#: key pairs evaluated at once (temporaries stay in cache)
+_CHUNK = 1 << 17
 
 
 @dataclasses.dataclass
@@ -195,59 +254,90 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
     column units' tags in pass order (``(tq, tk)``, uint8 ``(U, n)``):
     ``(per_array, phase_beats, phase_slots, passes, batch_beats,
     phase_channels)`` (channels: the non-SKIP channels the slots carry). Passes
-    are row group outer, column group inner, dealt round-robin."""
+    are row group outer, column group inner, dealt round-robin: pass ``(i,
+    j)`` of a batch goes to array ``(passes before + i Gc + j) mod arrays``.
+
+    Per phase, a row group is reduced to its key, the channels at which it
+    holds each class of row mask (masks with equal need-table rows are one
+    class), a column group to its need words under each row class; a (row
+    key, column key) pair fixes the pass's needs, so slots are evaluated
+    once per distinct pair (:func:`_pair_slots`) and summed with the pairs'
+    multiplicities per array (the ``arrays`` residues of rows and columns).
+    The sums are exact: float64 products of integers below 2**53."""
     _, use_match = VARIANTS[variant]
     R, C = cfg.array_rows, cfg.array_cols
     table = need_table(cfg.accumulators)
-    separable = [_separability(table[p]) for p in Phase]
-    per_array = np.zeros(arrays, dtype=np.int64)
+    A = arrays
+    per_array = np.zeros(A, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
     phase_slots = [0, 0, 0, 0]
     phase_channels = [0, 0, 0, 0]
     n_pass = 0
     batch_beats = []
+    plans = []
+    for phase in Phase:
+        t = table[phase]
+        rcls, rrep = _mask_classes(t, 0)
+        ccls, crep = _mask_classes(t, 1)
+        reduced = t[rrep][:, crep]  # [row class, column class] -> Need
+        kept = [k for k in range(len(rrep)) if (reduced[k] != Need.SKIP).any()]
+        plans.append((rcls, ccls, reduced[kept], np.array(kept, dtype=np.int64)))
+    deal = ((np.arange(A)[:, None] + np.arange(A)[None, :]) % A).ravel()  # (row residue, column residue) -> array
     for index, (tq, tk) in enumerate(tags):
         n_ch = tq.shape[1]
         qm = _group_masks(tq, R)  # (Gr, n)
         km = _group_masks(tk, C)  # (Gc, n)
         Gr, Gc = len(qm), len(km)
-        beats = np.zeros((Gr, Gc), dtype=np.int64)
-        for phase in Phase:
-            kind = separable[phase]
-            if kind == "both":
-                # evaluate on distinct row / column masks only, in chunks, then gather
-                uq, inv_q = np.unique(qm, axis=0, return_inverse=True)
-                uk, inv_k = np.unique(km, axis=0, return_inverse=True)
-                su = np.zeros((len(uq), len(uk)), dtype=np.int64)
-                cu = np.zeros((len(uq), len(uk)), dtype=np.int64)
-                step = max(1, (1 << 22) // max(1, len(uk) * n_ch))
-                for g0 in range(0, len(uq), step):
-                    su[g0 : g0 + step], cu[g0 : g0 + step] = _slots(
-                        table[phase][uq[g0 : g0 + step, None, :], uk[None, :, :]], use_match, cfg.lookahead
-                    )
-                slots = su[inv_q.ravel()][:, inv_k.ravel()]
-                b = np.maximum(slots, 1)
-                beats += b
-                phase_beats[phase] += int(b.sum())
-                phase_slots[phase] += int(slots.sum())
-                phase_channels[phase] += int(cu[inv_q.ravel()][:, inv_k.ravel()].sum())
-                continue
-            # the need depends on one side only: evaluate per group, broadcast
-            if kind == "row":
-                slots, chans = (x[:, None] for x in _slots(table[phase][qm, 1], use_match, cfg.lookahead))
-            else:
-                slots, chans = (x[None, :] for x in _slots(table[phase][1, km], use_match, cfg.lookahead))
-            b = np.maximum(slots, 1)
-            beats += b
-            phase_beats[phase] += int(np.broadcast_to(b, beats.shape).sum())
-            phase_slots[phase] += int(np.broadcast_to(slots, beats.shape).sum())
-            phase_channels[phase] += int(np.broadcast_to(chans, beats.shape).sum())
-        # passes in loop-nest order (row group outer, column group inner), dealt round-robin
-        flat = beats.ravel() + pass_gap
-        batch_beats.append((int(flat.sum()), int(flat[-1])))
-        idx = (n_pass + np.arange(flat.size)) % arrays
-        per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
-        n_pass += flat.size
+        if 64 * Gr * Gc >= 1 << 53:
+            raise ValueError(f"{Gr} x {Gc} passes in one batch exceed the model's exact float64 sums")
+        row_res = (n_pass + np.arange(Gr, dtype=np.int64) * Gc) % A
+        col_res = np.arange(Gc, dtype=np.int64) % A
+        batch_total = pass_gap * Gr * Gc
+        last = pass_gap
+        for phase, (rcls, ccls, need, active) in zip(Phase, plans, strict=True):
+            rkey, ckey = rcls[qm], ccls[km]
+            held = rkey[None, :, :] == active[:, None, None]  # (k, Gr, n)
+            cneed = need[:, ckey]  # (k, Gc, n)
+            matcher = use_match and bool((cneed == Need.HALF).any())
+            lookahead = min(cfg.lookahead, n_ch) if matcher else None
+            # non-SKIP channels: a sum over channels, row and column counts apart
+            phase_channels[phase] += int(
+                np.einsum("kc,kc->", held.sum(axis=1, dtype=np.int64), (cneed != Need.SKIP).sum(axis=1, dtype=np.int64))
+            )
+            rw = _lanes(held, held).transpose(1, 0, 2).reshape(Gr, -1)  # (Gr, k lanes)
+            cw = _lanes(cneed != Need.SKIP, cneed == Need.HALF).transpose(1, 0, 2).reshape(Gc, -1)
+            if not len(active):  # nothing needed: every pass one beat
+                rw, cw = np.zeros((Gr, 1), np.uint32), np.zeros((Gc, 1), np.uint32)
+            ur, rinv = np.unique(rw, axis=0, return_inverse=True)
+            uc, cinv = np.unique(cw, axis=0, return_inverse=True)
+            rinv, cinv = rinv.ravel(), cinv.ravel()
+            nr, nc, k = len(ur), len(uc), len(active)
+            ur = ur.reshape(nr, k, -1).transpose(1, 0, 2)
+            uc = uc.reshape(nc, k, -1).transpose(1, 0, 2)
+            wr = np.bincount(row_res * nr + rinv, minlength=A * nr).reshape(A, nr).astype(np.float64)
+            wc = np.bincount(col_res * nc + cinv, minlength=A * nc).reshape(A, nc).astype(np.float64)
+            cc = wc.sum(axis=0)
+            dealt = np.zeros((A, A))
+            slot_sum = 0.0
+            step = max(1, _CHUNK // max(1, nc))
+            for r0 in range(0, nr, step):
+                rs = slice(r0, r0 + step)
+                slots = _pair_slots(ur[:, rs], uc, lookahead)
+                beats = slots + (slots == 0)
+                dealt += wr[:, rs] @ (beats @ wc.T)
+                slot_sum += wr[:, rs].sum(axis=0) @ (slots @ cc)
+            dealt_int = np.rint(dealt).astype(np.int64).ravel()
+            per_array += np.bincount(deal, weights=dealt_int, minlength=A).astype(np.int64)
+            total = int(dealt_int.sum())
+            batch_total += total
+            phase_beats[phase] += total
+            phase_slots[phase] += round(slot_sum)
+            last += max(1, int(_pair_slots(ur[:, rinv[-1:]], uc[:, cinv[-1:]], lookahead)[0, 0]))
+        # pass_gap idle beats per pass: the passes per array
+        passes = np.outer(np.bincount(row_res, minlength=A), np.bincount(col_res, minlength=A)).ravel()
+        per_array += pass_gap * np.bincount(deal, weights=passes, minlength=A).astype(np.int64)
+        batch_beats.append((batch_total, last))
+        n_pass += Gr * Gc
         if progress:
             progress(index + 1, n_batches)
     return per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels

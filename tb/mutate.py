@@ -233,6 +233,21 @@ MUTANTS = [
         "        beats + array_drain(config),",
         "P V timing",
     ),
+    # issue 16's fast paths: the matcher automaton's window, the vectorised scheduler's room rule
+    Mutant(
+        "model_matcher_window",
+        "kaleido/model.py",
+        "np.where(state < L, state + 1, 0)",
+        "np.where(state <= L, state + 1, 0)",
+        "array timing",
+    ),
+    Mutant(
+        "scheduler_room",
+        "golden/scheduler.py",
+        "np.where(held >= cap[:, None], far, 0)",
+        "np.where(held > cap[:, None], far, 0)",
+        "scheduler",
+    ),
 ]
 
 

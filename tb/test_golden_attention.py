@@ -126,3 +126,17 @@ def test_windowed_classifier():
         windowed_classify(rnd.q, rnd.grid, rnd.split, w=1)
     with pytest.raises(ValueError, match="theta1 < theta2"):
         windowed_classify(rnd.q, rnd.grid, rnd.split, theta1=3, theta2=2)
+
+
+def test_reuse_attention_rows_are_the_full_rows(seed):
+    """``rows`` (issue 16: the quality of long heads in ``kaleido sweep``)
+    gives the full computation's rows for those queries, against every key."""
+    w = synthetic_video("hunyuan", (2, 4, 6), "fast", seed=seed % 1000)
+    full = reuse_attention(w.q, w.k, w.v, w.grid, w.split, scales=w.scales, reference=w.reference)
+    rows = np.random.default_rng(seed).choice(w.n, 7, replace=False)
+    part = reuse_attention(w.q, w.k, w.v, w.grid, w.split, scales=w.scales, reference=w.reference, rows=rows)
+    for a, b in ((full.output, part.output), (full.int8_reference, part.int8_reference)):
+        np.testing.assert_allclose(a[rows], b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(full.float_reference[rows], part.float_reference, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="rows must be query indices in 0..47"):
+        reuse_attention(w.q, w.k, w.v, w.grid, w.split, scales=w.scales, rows=[48])

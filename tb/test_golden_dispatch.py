@@ -111,6 +111,25 @@ def test_schedule_order_carries_state():
         schedule(strings[:4], seed=0)
 
 
+@pytest.mark.parametrize("window", [4, 16, 64, 128])
+def test_schedule_order_is_schedule_window_by_window(seed, window):
+    """The vectorised queue order against :func:`schedule` run window after
+    window on random strings (some repeated, some short windows)."""
+    rng = np.random.default_rng(seed)
+    for n in (1, 3, window - 1, window, 5 * window + 7):
+        strings = rng.integers(0, 1 << 16, n, dtype=np.uint64) & rng.choice([0xFFFF, 0x0F0F, 0x00FF], n).astype(
+            np.uint64
+        )
+        lfsr = int(rng.integers(1, 1 << 16))
+        order, state = schedule_order(strings, window=window, seed=lfsr)
+        expect = []
+        for start in range(0, n, window):
+            sch = schedule(strings[start : start + window], seed=lfsr, window=window)
+            lfsr = sch.state
+            expect += [start + p for c in sch.clusters for p in c]
+        assert order.tolist() == expect and state == lfsr, (n, window)
+
+
 def test_channel_needs_phases():
     q = np.array([[2, 0, 1]], np.uint8)
     k = np.array([[1, 1, 2]], np.uint8)
