@@ -89,6 +89,7 @@ def run_cocotb(
     tag: str = "",
     grid=None,
     cxx_opt: str | None = "auto",
+    source=None,
 ) -> dict:
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
     ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
@@ -100,6 +101,9 @@ def run_cocotb(
     testbench-bound anyway. ``"auto"``: ``-O0`` for :data:`BIG_DESIGNS`
     (the engine's build drops from about 150 s to 35 s, its run time does
     not change measurably), the wheel's default for the rest.
+    ``source`` (a callable ``source(build_dir) -> path``) writes the
+    Verilog of a testbench-built top level (``design`` is then its module
+    name) instead of emitting a design of :data:`kaleido.hdl.emit.DESIGNS`.
     Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it.
     Tests that share a build directory run one at a time (a lock file), and
     an unchanged design is not rebuilt."""
@@ -113,7 +117,9 @@ def run_cocotb(
     build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir):  # tests sharing a build run one at a time (pytest -n)
-        return _build_and_test(sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt)
+        return _build_and_test(
+            sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source
+        )
 
 
 @contextlib.contextmanager
@@ -126,10 +132,12 @@ def _locked(build_dir: pathlib.Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _build_and_test(sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt) -> dict:
+def _build_and_test(
+    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source
+) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
-    src = emit(design, config, str(build_dir), grid=grid)
+    src = source(build_dir) if source is not None else emit(design, config, str(build_dir), grid=grid)
     env = {"KALEIDO_CONFIG": json.dumps(_config_dict(config)), "PYTHONPATH": os.pathsep.join(sys.path)}
     if grid is not None:
         env["KALEIDO_GRID"] = json.dumps(list(grid))

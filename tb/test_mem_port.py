@@ -2,7 +2,10 @@
 token rows of a golden memory image (``golden.core.memory_image``) from the
 ``MemoryModel`` into a granule-written buffer ``Memory``; the buffer's rows
 must equal the operand's rows bit for bit, and ``done`` must come exactly
-``kaleido.model.load_cycles`` cycles after each command."""
+``kaleido.model.load_cycles`` cycles after each command. The same bench
+(``tb/core_benches.py``) runs in the Amaranth simulator and, emitted with
+its memory preloaded, on Icarus and Verilator, where the testbench only
+waits for ``done`` on a GPI clock (``tb/cocotb_mem_port.py``)."""
 
 from __future__ import annotations
 
@@ -10,39 +13,15 @@ import os
 
 import numpy as np
 import pytest
-from amaranth import Module, unsigned
-from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from kaleido.golden.core import beats_per_row, memory_image
 from kaleido.hdl.mem_port import MemoryModel, TileLoader
 from kaleido.model import load_cycles
+from kaleido.tb.core_benches import LOADER_BENCH, LoaderBench, emit_loader_bench
+from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
-
-
-class LoaderBench(wiring.Component):
-    """Memory model -> tile loader -> a buffer of ``words`` rows."""
-
-    def __init__(self, image, port_bytes, beats, words, latency):
-        self.model = MemoryModel(port_bytes, image, latency)
-        self.loader = TileLoader(words, beats, port_bytes)
-        self.buffer = Memory(shape=unsigned(8 * port_bytes * beats), depth=words, init=[])
-        self._beats, self._port_bytes = beats, port_bytes
-        super().__init__({})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.model, m.submodules.loader, m.submodules.buffer = self.model, self.loader, self.buffer
-        wiring.connect(m, self.loader.q, self.model.q)
-        wiring.connect(m, self.model.r, self.loader.r)
-        wp = self.buffer.write_port(granularity=8 * self._port_bytes)
-        w = self.loader.w
-        m.d.comb += [wp.addr.eq(w.addr), wp.data.eq(w.data << (w.lane * 8 * self._port_bytes))]
-        for k in range(self._beats):
-            m.d.comb += wp.en[k].eq(w.en & (w.lane == k))
-        return m
 
 
 def run_loads(X, port_bytes, words, latency, commands):
@@ -54,7 +33,7 @@ def run_loads(X, port_bytes, words, latency, commands):
     cycles: list[int] = []
 
     async def bench(ctx):
-        cmd = dut.loader.cmd
+        cmd = dut.cmd
         for row, count, offset in commands:
             ctx.set(cmd.payload, {"base": row * beats, "count": count, "offset": offset})
             ctx.set(cmd.valid, 1)
@@ -80,30 +59,75 @@ def run_loads(X, port_bytes, words, latency, commands):
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    width = 8 * X.shape[1]
-    rows = np.array([list((v % (1 << width)).to_bytes(X.shape[1], "little")) for v in out[0]], dtype=np.uint8).view(
-        np.int8
-    )
-    return rows, cycles
+    return unpack_rows(out[0], X.shape[1]), cycles
 
 
-@pytest.mark.parametrize(
-    "port_bytes,d,latency",
-    [(16, 128, 32), (16, 32, 1), (8, 8, 5), (4, 16, 3)],
-    ids=["default", "latency1", "one-beat-rows", "narrow"],
-)
-def test_loads_are_bit_exact_and_timed_by_the_model(port_bytes, d, latency):
-    rng = np.random.default_rng(SEED)
-    tokens, words = 24, 8
-    X = rng.integers(-128, 128, size=(tokens, d), dtype=np.int8)
-    commands = [(0, 8, 0), (11, 3, 5), (20, 4, 0), (13, 1, 7)]
-    rows, cycles = run_loads(X, port_bytes, words, latency, commands)
-    expected = np.zeros((words, d), dtype=np.int8)
-    for row, count, offset in commands:
+def unpack_rows(values, d: int) -> np.ndarray:
+    """Buffer rows (integers of ``8 d`` bits, byte 0 low) as int8 rows."""
+    return np.array([list(int(v).to_bytes(d, "little")) for v in values], dtype=np.uint8).view(np.int8)
+
+
+CASES = {
+    "default": (16, 128, 32),
+    "latency1": (16, 32, 1),
+    "one-beat-rows": (8, 8, 5),
+    "narrow": (4, 16, 3),
+}
+TOKENS, WORDS = 24, 8
+COMMANDS = [(0, 8, 0), (11, 3, 5), (20, 4, 0), (13, 1, 7)]
+
+
+def case(name: str):
+    """``(X, port_bytes, latency, expected rows, expected cycles)``."""
+    port_bytes, d, latency = CASES[name]
+    X = np.random.default_rng(SEED).integers(-128, 128, size=(TOKENS, d), dtype=np.int8)
+    expected = np.zeros((WORDS, d), dtype=np.int8)
+    for row, count, offset in COMMANDS:
         expected[offset : offset + count] = X[row : row + count]
     beats = beats_per_row(d, port_bytes)
+    return X, port_bytes, latency, expected, [load_cycles(count * beats, latency) for _, count, _ in COMMANDS]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_loads_are_bit_exact_and_timed_by_the_model(name):
+    X, port_bytes, latency, expected, expected_cycles = case(name)
+    rows, cycles = run_loads(X, port_bytes, WORDS, latency, COMMANDS)
     assert np.array_equal(rows, expected), f"seed {SEED}: buffer rows differ from the operand's"
-    assert cycles == [load_cycles(count * beats, latency) for _, count, _ in commands], f"seed {SEED}"
+    assert cycles == expected_cycles, f"seed {SEED}"
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("sim", SIMULATORS)
+@pytest.mark.parametrize("name", ["default", "narrow"])
+def test_loads_on_verilog(sim, name):
+    """The emitted bench on Icarus and Verilator: the memory image is in
+    the Verilog, the testbench sets each command and waits for ``done``."""
+    import json
+
+    from kaleido.config import KaleidoConfig
+
+    X, port_bytes, latency, expected, expected_cycles = case(name)
+    beats = beats_per_row(X.shape[1], port_bytes)
+    bench = LoaderBench(memory_image(X, port_bytes), port_bytes, beats, WORDS, latency)
+    layout = bench.loader.cmd.payload.shape()
+    commands = [
+        layout.const({"base": row * beats, "count": count, "offset": offset}).as_bits()
+        for row, count, offset in COMMANDS
+    ]
+    res = run_cocotb(
+        sim,
+        LOADER_BENCH,
+        KaleidoConfig(),
+        "kaleido.tb.cocotb_mem_port",
+        tag=f"_{name}_seed{SEED}",
+        extra_env={"KALEIDO_LOADS": json.dumps({"commands": commands, "words": WORDS})},
+        source=lambda build_dir: emit_loader_bench(bench, build_dir),
+    )
+    assert res["tests"] == 1 and res["failed"] == 0, res
+    with open(f"{res['build_dir']}/loads.json") as f:
+        out = json.load(f)
+    assert np.array_equal(unpack_rows(out["rows"], X.shape[1]), expected), f"seed {SEED}: {sim} buffer rows differ"
+    assert out["cycles"] == expected_cycles, f"seed {SEED}: {sim}"
 
 
 def test_memory_image_is_row_major_little_endian():

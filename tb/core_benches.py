@@ -1,0 +1,67 @@
+"""Testbench top levels of the attention core's pieces (issue 13), shared
+by the Amaranth-simulator tests and the cocotb runs on Icarus and
+Verilator: the same component is simulated in Python or emitted."""
+
+from __future__ import annotations
+
+import pathlib
+
+from amaranth import Module, unsigned
+from amaranth.back import verilog
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from kaleido.hdl.mem_port import MemoryModel, TileLoader, load_command_layout
+
+__all__ = ["LoaderBench", "emit_loader_bench", "LOADER_BENCH"]
+
+#: module name of the emitted loader bench
+LOADER_BENCH = "loader_bench"
+
+
+class LoaderBench(wiring.Component):
+    """The memory model (preloaded with ``image``) -> the tile loader -> a
+    buffer of ``words`` rows of ``beats`` beats, written one granule per
+    beat. Ports: the loader's ``cmd`` and ``done``; ``raddr``/``rdata`` read
+    a buffer row (combinationally) for the check."""
+
+    def __init__(self, image, port_bytes: int, beats: int, words: int, latency: int):
+        self.model = MemoryModel(port_bytes, image, latency)
+        self.loader = TileLoader(words, beats, port_bytes)
+        self.buffer = Memory(shape=unsigned(8 * port_bytes * beats), depth=words, init=[])
+        self._beats, self._port_bytes = beats, port_bytes
+        super().__init__(
+            {
+                "cmd": In(stream.Signature(load_command_layout(words))),
+                "done": Out(1),
+                "raddr": In(range(words)),
+                "rdata": Out(8 * port_bytes * beats),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.model, m.submodules.loader, m.submodules.buffer = self.model, self.loader, self.buffer
+        wiring.connect(m, wiring.flipped(self.cmd), self.loader.cmd)
+        wiring.connect(m, self.loader.q, self.model.q)
+        wiring.connect(m, self.model.r, self.loader.r)
+        wp = self.buffer.write_port(granularity=8 * self._port_bytes)
+        w = self.loader.w
+        m.d.comb += [wp.addr.eq(w.addr), wp.data.eq(w.data << (w.lane * 8 * self._port_bytes))]
+        for k in range(self._beats):
+            m.d.comb += wp.en[k].eq(w.en & (w.lane == k))
+        rp = self.buffer.read_port(domain="comb")
+        m.d.comb += [self.done.eq(self.loader.done), rp.addr.eq(self.raddr), self.rdata.eq(rp.data)]
+        return m
+
+
+def emit_loader_bench(bench: LoaderBench, build_dir) -> str:
+    """Write ``bench`` as Verilog (module :data:`LOADER_BENCH`) into
+    ``build_dir``; returns the path (unchanged files are not rewritten, so
+    simulator builds stay up to date)."""
+    text = verilog.convert(bench, name=LOADER_BENCH, emit_src=False)
+    path = pathlib.Path(build_dir) / f"{LOADER_BENCH}.v"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)
