@@ -193,8 +193,9 @@ class SoftmaxUnit(wiring.Component):
     @property
     def row_latency(self) -> int:
         """Cycles from the transfer of a row's last beat on ``s`` to its
-        ``r`` on ``r``: :attr:`latency` + ``fmt.recip_width`` divider steps."""
-        return self.latency + self._fmt.recip_width
+        ``r`` on ``r``: :attr:`latency`, one cycle for the row-sum register,
+        then ``fmt.recip_width`` divider steps."""
+        return self.latency + 1 + self._fmt.recip_width
 
     def elaborate(self, platform):
         m = Module()
@@ -231,13 +232,19 @@ class SoftmaxUnit(wiring.Component):
         in_lane = _lane_mask(beat.count, lanes)
         lane_vals = [Mux(in_lane[i], beat.values[i], -(1 << (W - 1))) for i in range(lanes)]
 
-        def bigger(a, b):
-            return Mux(a > b, a, b)
-
-        def tree(vals):  # a balanced tree: log2(lanes) comparator levels
-            while len(vals) > 1:
-                vals = [bigger(*vals[i : i + 2]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
-            return vals[0]
+        def tree(vals):
+            # every pair compared at once (one comparator level, where a
+            # balanced tree had log2(lanes) in series): a lane at least as
+            # large as every other is a maximum, and maxima are equal, so
+            # the OR of the lanes that are maxima is the maximum (timing)
+            out = Const(0, len(vals[0]))
+            for i, v in enumerate(vals):
+                top = Const(1)
+                for j, w in enumerate(vals):
+                    if j != i:
+                        top = top & (v >= w)
+                out = out | Mux(top, v.as_unsigned(), 0)
+            return out.as_signed()
 
         # the beat's maximum is registered (pending) and folded into row_max
         # the next cycle; m is row_max with the pending beat folded in, so the
@@ -285,13 +292,20 @@ class SoftmaxUnit(wiring.Component):
             m.d.sync += [out.values[i].eq(ps[i]) for i in range(lanes)]
 
         # ---- the row sum and the divider ---------------------------------------
+        # The row sum adds the P beat from the output register, the cycle
+        # after it is loaded (``p_new``): the lane sum and the accumulator
+        # are off the path through the exponential and P's rounding (timing,
+        # issue 20's follow-up); the divider starts one cycle later.
+        p_new = Signal()
+        p_new_last = Signal()
+        m.d.sync += [p_new.eq(advance & v3), p_new_last.eq(l3)]
         z_acc = Signal(z_width)
         beat_sum = Signal(z_width)
         z_row = Signal(z_width)
-        m.d.comb += [beat_sum.eq(sum(ps)), z_row.eq(z_acc + beat_sum)]
-        load = advance & v3 & l3
-        with m.If(advance & v3):
-            m.d.sync += z_acc.eq(Mux(l3, 0, z_row))
+        m.d.comb += [beat_sum.eq(sum(out.values[i] for i in range(lanes))), z_row.eq(z_acc + beat_sum)]
+        load = p_new & p_new_last
+        with m.If(p_new):
+            m.d.sync += z_acc.eq(Mux(p_new_last, 0, z_row))
 
         numerator = 1 << fmt.recip_bits
         rem0, low = numerator >> Q, numerator & ((1 << Q) - 1)
@@ -344,7 +358,7 @@ class OutputScaler(wiring.Component):
         for rows of up to :data:`MAX_TOKENS` tokens.
 
     Ports: ``i`` (in stream, :func:`scaler_in_layout`), ``o`` (out stream,
-    :func:`scaler_out_layout`), one beat out per beat in, valid the cycle
+    :func:`scaler_out_layout`), one beat out per beat in, valid two cycles
     after the transfer (:attr:`latency`). The output is ``8 +
     out_frac_bits`` bits: enough when ``acc`` is a row of ``p V`` with int8
     ``V`` and ``r`` that row's reciprocal (``|O| <= 2^(7 + out_frac_bits)``);
@@ -379,19 +393,28 @@ class OutputScaler(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Cycles from a beat's transfer on ``i`` to its result on ``o``: 1."""
-        return 1
+        """Cycles from a beat's transfer on ``i`` to its result on ``o``: 2
+        (the products, then the rounding)."""
+        return 2
 
     def elaborate(self, platform):
         m = Module()
         fmt, lanes = self._fmt, self._lanes
         shift = fmt.recip_bits - fmt.out_frac_bits
         beat, out = self.i.payload, self.o.payload
-        m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready)
-        mask = _lane_mask(beat.count, lanes)
-        with m.If(self.i.ready):
-            m.d.sync += [self.o.valid.eq(self.i.valid), out.count.eq(beat.count), out.last.eq(beat.last)]
+        # two stages (timing): the products are registered, then rounded,
+        # shifted and masked; the whole pipeline moves when ``o`` can
+        advance = Signal()
+        m.d.comb += [advance.eq(~self.o.valid | self.o.ready), self.i.ready.eq(advance)]
+        valid1, last1 = Signal(), Signal()
+        count1 = Signal.like(beat.count)
+        products = [Signal.like(beat.acc[i] * beat.r, name=f"product{i}") for i in range(lanes)]
+        mask = _lane_mask(count1, lanes)
+        with m.If(advance):
+            m.d.sync += [valid1.eq(self.i.valid), count1.eq(beat.count), last1.eq(beat.last)]
+            m.d.sync += [products[i].eq(beat.acc[i] * beat.r) for i in range(lanes)]
+            m.d.sync += [self.o.valid.eq(valid1), out.count.eq(count1), out.last.eq(last1)]
             for i in range(lanes):
-                scaled = (beat.acc[i] * beat.r + (1 << (shift - 1))) >> shift
+                scaled = (products[i] + (1 << (shift - 1))) >> shift
                 m.d.sync += out.values[i].eq(Mux(mask[i], scaled, 0))
         return m

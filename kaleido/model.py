@@ -712,13 +712,14 @@ def softmax_cycles(n_tokens: int, n_rows: int, lanes: int, fmt: SoftmaxFormat | 
     counted (docs/SOFTMAX.md, "RTL: the softmax unit").
 
     Each row is ``B = ceil(n_tokens / lanes)`` beats, sent twice, one beat
-    a cycle; a row's ``r`` leaves ``D = SOFTMAX_LATENCY + recip_width``
-    cycles after its last beat, and the next row's last beat waits for it
+    a cycle; a row's ``r`` leaves ``D = SOFTMAX_LATENCY + 1 + recip_width``
+    cycles after its last beat (the P pipeline, the row-sum register, the
+    divider), and the next row's last beat waits for it
     (one divider), so rows start ``max(2B, D)`` cycles apart:
     ``2B + (n_rows - 1) max(2B, D) + D``."""
     fmt = fmt or SoftmaxFormat()
     beats = -(-_positive("n_tokens", n_tokens) // _positive("lanes", lanes))
-    divide = SOFTMAX_LATENCY + fmt.recip_width
+    divide = SOFTMAX_LATENCY + 1 + fmt.recip_width
     return 2 * beats + (_positive("n_rows", n_rows) - 1) * max(2 * beats, divide) + divide
 
 
@@ -726,8 +727,8 @@ def output_scaler_cycles(n_rows: int, d: int, lanes: int) -> int:
     """Exact cycles of the RTL output scaler (``kaleido.hdl.softmax.OutputScaler``)
     for ``n_rows`` rows of ``d`` channels with no stalls, counted as in
     :func:`softmax_cycles`: ``n_rows ceil(d / lanes)`` beats, one a cycle,
-    each out one cycle after it is taken."""
-    return _positive("n_rows", n_rows) * -(-_positive("d", d) // _positive("lanes", lanes)) + 1
+    each out two cycles after it is taken (its products, then the rounding)."""
+    return _positive("n_rows", n_rows) * -(-_positive("d", d) // _positive("lanes", lanes)) + 2
 
 
 def load_cycles(beats: int, mem_latency: int) -> int:
