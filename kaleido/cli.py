@@ -1,8 +1,10 @@
-"""``kaleido`` command line: ``kaleido perf`` runs the cycle model.
+"""``kaleido`` command line: ``kaleido perf`` runs the cycle model,
+``kaleido explore`` the design exploration (:mod:`kaleido.explore`).
 
 Examples::
 
     kaleido perf --preset hunyuan --grid 4,8,8 --motion slow --variant full
+    kaleido explore --quick
     kaleido perf --workload my_head.npz --F 5 --P 4 --accumulators 4 --json out.json
 """
 
@@ -311,10 +313,24 @@ def _perf(args):
     return 0
 
 
+def _explore_parser(sub):
+    from .explore import add_arguments, run
+
+    p = sub.add_parser(
+        "explore",
+        help="design exploration: rank candidates by speedup at a PSNR floor (issue 14)",
+        description="Run candidate designs on the tuning and held-out workloads with the cycle model, "
+        "rank them by whole-attention speedup at a quality floor; docs/EXPLORATION.md.",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kaleido", description="Kaleido accelerator tools")
     sub = ap.add_subparsers(dest="command", required=True)
     _perf_parser(sub)
+    _explore_parser(sub)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

@@ -234,13 +234,16 @@ def candidates() -> list[Candidate]:
                         ((ft, 4), (fx, 4), (fy, 4)),
                         accumulators=4,
                         rtl="no",
-                        area="per-group thresholds: two 4-bit registers per group in each detector (estimate: negligible)",
+                        area="per-group thresholds: two 4-bit registers per group in each detector "
+                        "(estimate: negligible)",
                     )
                 )
     adaptive_area = "threshold registers per head, set by offline calibration (estimate: negligible on chip)"
     out += [
         Candidate("adaptive uniform acc3", "adaptive", adaptive="uniform", rtl="no", area=adaptive_area),
-        Candidate("adaptive uniform acc4", "adaptive", accumulators=4, adaptive="uniform", rtl="no", area=adaptive_area),
+        Candidate(
+            "adaptive uniform acc4", "adaptive", accumulators=4, adaptive="uniform", rtl="no", area=adaptive_area
+        ),
         Candidate("adaptive group acc4", "adaptive", accumulators=4, adaptive="group", rtl="no", area=adaptive_area),
     ]
     for (rows, cols, arrays), fp, acc in (
@@ -445,9 +448,10 @@ def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
                     continue
                 trial = list(current)
                 trial[g] = (F - 1, min(P, F - 1))
-                point = {"thresholds": [list(x) for x in trial], "psnr": psnr(trial)}
+                p = psnr(trial)
+                point: dict = {"thresholds": [list(x) for x in trial], "psnr": p}
                 search.append(point)
-                if point["psnr"] < floor:
+                if p < floor:
                     continue
                 m = _measure_fixed(spec, cand, trial, None)
                 point["speedup"] = m["attention_speedup"]
@@ -543,9 +547,7 @@ def frontier(agg: dict, group: str = "tuning", key: str = "attention_speedup") -
     """The Pareto frontier on ``group``: candidates no other beats on both
     minimum PSNR and ``key``, by increasing PSNR."""
     pts = [(agg[n][group]["psnr_min"], agg[n][group][key], n) for n in agg if group in agg[n]]
-    front = [
-        n for p, s, n in pts if not any((p2 >= p and s2 >= s) and (p2 > p or s2 > s) for p2, s2, _ in pts)
-    ]
+    front = [n for p, s, n in pts if not any((p2 >= p and s2 >= s) and (p2 > p or s2 > s) for p2, s2, _ in pts)]
     return sorted(front, key=lambda n: agg[n][group]["psnr_min"])
 
 
