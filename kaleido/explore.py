@@ -60,6 +60,7 @@ __all__ = [
     "LADDER",
     "candidates",
     "quick_candidates",
+    "quality",
     "measure",
     "evaluate",
     "aggregate",
@@ -364,7 +365,7 @@ def quick_candidates() -> list[Candidate]:
 
 
 @functools.lru_cache(maxsize=512)
-def _quality(spec: WorkloadSpec, fp: tuple, vf: tuple) -> tuple[float, float]:
+def quality(spec: WorkloadSpec, fp: tuple, vf: tuple) -> tuple[float, float]:
     """PSNR and cosine of the hardware's attention output (hardware-independent: cached per head)."""
     w = spec.load()
     q = hw_attention(w.q, w.k, w.v, w.grid, w.split, fp, list(vf), scales=w.scales, reference=_reference(spec))
@@ -390,7 +391,7 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
     vf = tuple(F for F, _ in fp) if v_full is None else tuple(int(x) for x in v_full)
     pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays)
     sm = softmax_stage_cycles(w.n, w.d)
-    psnr, cosine = _quality(spec, fp, vf)
+    psnr, cosine = quality(spec, fp, vf)
     att = qk.cycles + sm + pv["cycles"]
     att_dense = qk.dense_cycles + sm + pv["dense_cycles"]
     return {
@@ -425,7 +426,7 @@ def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
 
     def psnr(fp) -> float:
         fp = check_group_thresholds(fp)
-        return _quality(spec, fp, tuple(F for F, _ in fp))[0]
+        return quality(spec, fp, tuple(F for F, _ in fp))[0]
 
     search = []
     rung = LADDER[-1]

@@ -20,11 +20,11 @@ from kaleido.explore import (
     PAPER,
     Candidate,
     WorkloadSpec,
-    _quality,
     aggregate,
     evaluate,
     frontier,
     measure,
+    quality,
     rank,
     write,
 )
@@ -162,7 +162,7 @@ def test_adaptive_keeps_the_floor_with_the_most_aggressive_rung():
     assert row["psnr"] >= FLOOR
     chosen = tuple(row["thresholds"][0])
     for fp in LADDER[: LADDER.index(chosen)]:  # every more aggressive rung is below the floor
-        assert _quality(SMALL, check_group_thresholds(fp), (fp[0],) * 3)[0] < FLOOR
+        assert quality(SMALL, check_group_thresholds(fp), (fp[0],) * 3)[0] < FLOOR
     group = measure(SMALL, Candidate("ag", "adaptive", accumulators=4, adaptive="group"))
     assert group["psnr"] >= FLOOR and group["attention_speedup"] >= row["attention_speedup"]
 

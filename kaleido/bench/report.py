@@ -1040,6 +1040,7 @@ def exploration(rep, plt):
             "-",
             color="tab:blue",
             lw=1,
+            drawstyle="steps-pre",
             label="frontier",
         )
         for name, style, tag in (("paper", "r*", "paper"), (best, "g*", f"best at {FLOOR:g} dB: {best}")):
