@@ -535,13 +535,18 @@ def aggregate(rows: list[dict], floor: float = FLOOR) -> dict:
     return agg
 
 
-def rank(agg: dict, group: str = "tuning", key: str = "attention_speedup") -> list[str]:
-    """Candidate names at or above the floor on ``group``, fastest first by
-    ``key``; the candidates below the floor follow, fastest first."""
+def rank(agg: dict, group: str = "tuning", key: str = "attention_speedup", require: tuple = ()) -> list[str]:
+    """Candidate names at or above the floor on ``group`` (and on every set
+    of ``require`` they were run on), fastest first by ``key`` on
+    ``group``; the others follow, fastest first."""
     names = [n for n in agg if group in agg[n]]
-    ok = sorted((n for n in names if agg[n][group]["meets_floor"]), key=lambda n: -agg[n][group][key])
-    bad = sorted((n for n in names if not agg[n][group]["meets_floor"]), key=lambda n: -agg[n][group][key])
-    return ok + bad
+
+    def ok(n: str) -> bool:
+        return all(agg[n][g]["meets_floor"] for g in (group, *require) if g in agg[n])
+
+    good = sorted((n for n in names if ok(n)), key=lambda n: -agg[n][group][key])
+    bad = sorted((n for n in names if not ok(n)), key=lambda n: -agg[n][group][key])
+    return good + bad
 
 
 def frontier(agg: dict, group: str = "tuning", key: str = "attention_speedup") -> list[str]:
@@ -610,6 +615,7 @@ def explore(
         ],
         "aggregate": agg,
         "ranking": {g: rank(agg, g) for g in sets},
+        "ranking_robust": rank(agg, "tuning", require=tuple(sets)),
         "ranking_qk": {g: rank(agg, g, "qk_speedup") for g in sets},
         "frontier": {g: frontier(agg, g) for g in sets},
         "frontier_qk": {g: frontier(agg, g, "qk_speedup") for g in sets},
@@ -633,15 +639,25 @@ def summary(result: dict) -> list[str]:
     by_name = {c["name"]: c for c in result["candidates"]}
     lines = [
         f"Quality floor {floor:g} dB (attention output vs int8 attention); speedups are geometric means over "
-        "the set's heads, `min` the slowest head; PSNR is the worst head's.",
+        "the set's heads, `min` the slowest head; PSNR is the worst head's. Ranked by tuning whole-attention "
+        "speedup, first the candidates at the floor on every head of both sets, then those at the floor on "
+        "the tuning set only, then the rest.",
         "",
         "| rank | candidate | family | RTL | tuning attention | tuning Q K^T | tuning PSNR min | held-out attention "
         "(min) | held-out Q K^T | held-out PSNR min | Q K^T util. | Q K^T op red. |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for i, n in enumerate(result["ranking"]["tuning"]):
+    tuned = rank(agg, "tuning")
+    both = [n for n in tuned if all(a["meets_floor"] for a in agg[n].values())]
+    tuning_only = [n for n in tuned if agg[n]["tuning"]["meets_floor"] and n not in both]
+    order = both + tuning_only + [n for n in tuned if n not in both and n not in tuning_only]
+    for i, n in enumerate(order):
         t, h = agg[n]["tuning"], agg[n].get("held_out")
-        mark = "" if t["meets_floor"] else " (below floor)"
+        mark = (
+            " (below floor)"
+            if not t["meets_floor"]
+            else (" (below floor held-out)" if h and not h["meets_floor"] else "")
+        )
         held = (
             f"{h['attention_speedup']:.3f}x ({h['attention_speedup_min']:.3f}x) | {h['qk_speedup']:.3f}x | "
             f"{h['psnr_min']:.1f} dB"
@@ -752,7 +768,7 @@ def run(args: argparse.Namespace) -> int:
     for path in write(result, args.out):
         print(f"wrote {path}")
     agg = result["aggregate"]
-    best = result["ranking"]["tuning"][0]
+    best = rank(agg, "tuning", require=tuple(result["sets"]))[0]
     for name in dict.fromkeys(["paper", best]):
         t = agg[name]["tuning"]
         print(

@@ -1025,8 +1025,9 @@ def exploration(rep, plt):
                 {"candidate": name, "set": group, "family": meta[name]["family"], "rtl": meta[name]["rtl"], **a}
             )
     _save(rep.out, "exploration", rows)
-    ranking = rank(agg, "tuning")
-    best = ranking[0] if agg[ranking[0]]["tuning"]["meets_floor"] else "paper"
+    ranking = rank(agg, "tuning", require=("held_out",))
+    robust = [n for n in ranking if all(a["meets_floor"] for a in agg[n].values())]
+    best = robust[0] if robust else "paper"
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8))
     for ax, key, label in zip(axes, ("qk_speedup", "attention_speedup"), ("Q K^T", "whole attention"), strict=True):
         names = [n for n in agg if "tuning" in agg[n]]
@@ -1073,7 +1074,8 @@ def exploration(rep, plt):
         "report's default heads (both motions); held-out: other seeds, channel spreads, grids, a photograph and "
         "the Wan split. Speedups are geometric means over the set's heads (the slowest head in brackets) against "
         "a dense array with the same PE count; PSNR is the worst head's, attention output against int8 attention. "
-        f"Ranked by tuning whole-attention speedup among the candidates at or above {FLOOR:g} dB on every tuning head.",
+        f"Ranked by tuning whole-attention speedup among the candidates at or above {FLOOR:g} dB on every head "
+        "of both sets (then the others).",
         "",
         "| candidate | RTL | tuning attention (min) | tuning Q K^T | tuning PSNR | held-out attention (min) | "
         "held-out Q K^T | held-out PSNR |",
@@ -1083,10 +1085,12 @@ def exploration(rep, plt):
         f"2.0x at {FLOOR:g} dB: "
         + (
             "**reached**."
-            if agg[best]["tuning"]["meets_floor"] and agg[best]["tuning"]["attention_speedup_min"] >= 2.0
-            else f"**not reached**: the best candidate at the floor gives "
+            if robust and agg[best]["tuning"]["attention_speedup_min"] >= 2.0
+            else f"**not reached**: the best candidate at the floor on both sets, {best}, gives "
             f"{agg[best]['tuning']['attention_speedup']:.3f}x whole attention and "
-            f"{agg[best]['tuning']['qk_speedup']:.3f}x on Q K^T (tuning set)."
+            f"{agg[best]['tuning']['qk_speedup']:.3f}x on Q K^T (tuning set geomeans)."
+            if robust
+            else "**not reached**: no candidate keeps the floor on every head of both sets."
         ),
         "",
         "![exploration](report/exploration_frontier.png)",
