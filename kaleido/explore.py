@@ -67,6 +67,8 @@ __all__ = [
     "rank",
     "frontier",
     "explore",
+    "rerank",
+    "merge",
     "window_bounds",
     "main",
 ]
@@ -346,6 +348,17 @@ def candidates() -> list[Candidate]:
             area=stack_area + "; 4 dispatchers",
         ),
         Candidate(
+            "stack: adaptive group + 16x 1x1 acc4",
+            "stack",
+            accumulators=4,
+            adaptive="group",
+            rows=1,
+            cols=1,
+            arrays=16,
+            rtl="no",
+            area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
+        ),
+        Candidate(
             "stack: adaptive group + per-PE issue acc4",
             "stack",
             accumulators=4,
@@ -587,6 +600,39 @@ def window_bounds(specs=TUNING, ws=(2, 4, 8), thresholds=((5, 4), (6, 4), (7, 4)
     return rows
 
 
+def rerank(result: dict) -> dict:
+    """Recompute a result's ``aggregate``, rankings and frontiers from its
+    ``rows`` (after merging runs, or with a newer ranking)."""
+    floor = result["floor_db"]
+    agg = aggregate(result["rows"], floor)
+    sets = list(dict.fromkeys(r["set"] for r in result["rows"]))
+    result.update(
+        aggregate=agg,
+        ranking={g: rank(agg, g) for g in sets},
+        ranking_robust=rank(agg, "tuning", require=tuple(sets)),
+        ranking_qk={g: rank(agg, g, "qk_speedup") for g in sets},
+        frontier={g: frontier(agg, g) for g in sets},
+        frontier_qk={g: frontier(agg, g, "qk_speedup") for g in sets},
+    )
+    return result
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s candidates added (a candidate of both takes
+    ``new``'s rows), re-ranked; the floors must agree."""
+    if old["floor_db"] != new["floor_db"]:
+        raise ValueError(f"cannot merge results at floors {old['floor_db']} and {new['floor_db']} dB")
+    names = {c["name"] for c in new["candidates"]}
+    out = dict(old)
+    out["candidates"] = [c for c in old["candidates"] if c["name"] not in names] + new["candidates"]
+    out["rows"] = [r for r in old["rows"] if r["candidate"] not in names] + new["rows"]
+    out["sets"] = {**old["sets"], **new["sets"]}
+    if "window_bounds" in new:
+        out["window_bounds"] = new["window_bounds"]
+    out["seconds"] = old.get("seconds", 0) + new.get("seconds", 0)
+    return rerank(out)
+
+
 def explore(
     cands: list[Candidate] | None = None,
     sets: dict[str, tuple] | None = None,
@@ -741,12 +787,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--floor", type=float, default=FLOOR, help=f"PSNR floor in dB (default {FLOOR:g})")
     p.add_argument("--quick", action="store_true", help="a few candidates on the tuning set only (about a minute)")
     p.add_argument("--family", action="append", default=None, help="only these candidate families (repeatable)")
+    p.add_argument("--candidate", action="append", default=None, help="only these candidates, by name (repeatable)")
     p.add_argument("--no-bounds", action="store_true", help="skip the longer-window op bounds")
+    p.add_argument(
+        "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"
+    )
+    p.add_argument("--summarize", action="store_true", help="re-rank OUT/results.json and rewrite its outputs; no run")
+
+
+def _read(out: str) -> dict:
+    path = os.path.join(out, "results.json")
+    if not os.path.exists(path):
+        raise ValueError(f"no results to read: {path!r} does not exist (run kaleido explore first)")
+    with open(path) as f:
+        return json.load(f)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
+    if args.summarize:
+        for path in write(rerank(_read(args.out)), args.out):
+            print(f"wrote {path}")
+        return 0
     cands = quick_candidates() if args.quick else candidates()
     if args.family:
         known = sorted({c.family for c in candidates()})
@@ -754,6 +817,12 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise ValueError(f"unknown candidate family {unknown[0]!r}; known: {known}")
         cands = [c for c in cands if c.family in args.family or c.name == "paper"]
+    if args.candidate:
+        known = [c.name for c in candidates()]
+        unknown = [n for n in args.candidate if n not in known]
+        if unknown:
+            raise ValueError(f"unknown candidate {unknown[0]!r}; known: {known}")
+        cands = [c for c in cands if c.name in args.candidate]
     sets = {"tuning": TUNING} if args.quick else None
     t0 = time.time()
 
@@ -765,6 +834,8 @@ def run(args: argparse.Namespace) -> int:
         )
 
     result = explore(cands, sets, jobs=args.jobs, floor=args.floor, bounds=not args.no_bounds, log=log)
+    if args.merge:
+        result = merge(_read(args.out), result)
     for path in write(result, args.out):
         print(f"wrote {path}")
     agg = result["aggregate"]

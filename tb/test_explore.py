@@ -22,8 +22,10 @@ from kaleido.explore import (
     WorkloadSpec,
     aggregate,
     evaluate,
+    explore,
     frontier,
     measure,
+    merge,
     quality,
     rank,
     write,
@@ -224,3 +226,18 @@ def test_bad_input_names_the_value(capsys):
 def _tiny():
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
     return w.q, w.k, w.grid, w.split
+
+
+def test_merge_adds_candidates_and_reranks():
+    a = explore_small([PAPER])
+    b = explore_small([Candidate("F7", "thresholds", (7, 4), accumulators=4, rtl="config")])
+    both = merge(a, b)
+    assert {c["name"] for c in both["candidates"]} == {"paper", "F7"}
+    assert both["ranking"]["tuning"][0] == "F7"  # the paper's (5,3) is below the floor
+    again = merge(both, explore_small([Candidate("F7", "thresholds", (7, 7), accumulators=4, rtl="config")]))
+    assert len([r for r in again["rows"] if r["candidate"] == "F7"]) == 1
+    assert again["rows"][-1]["thresholds"] == [[7, 7]] * 3
+
+
+def explore_small(cands):
+    return explore(cands, {"tuning": (SMALL,)}, jobs=1, bounds=False)
