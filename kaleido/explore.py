@@ -846,7 +846,7 @@ def run(args: argparse.Namespace) -> int:
             f"{name}: tuning attention {t['attention_speedup']:.3f}x, Q K^T {t['qk_speedup']:.3f}x, "
             f"PSNR min {t['psnr_min']:.1f} dB{'' if t['meets_floor'] else ' (below floor)'}"
         )
-    print(f"{len(cands)} candidates in {result['seconds']:.0f} s on {result['jobs']} processes")
+    print(f"{len(result['candidates'])} candidates in {result['seconds']:.0f} s on {result['jobs']} processes")
     return 0
 
 
