@@ -312,7 +312,7 @@ def candidates() -> list[Candidate]:
                 rtl="no",
                 area="per-PE operand queues and slot streams (estimate: a matcher and a 16-deep operand FIFO "
                 "per PE, about +40 % of the array)",
-                note="bound of any row/column/PE issue mask",
+                note="bound of any row/column/PE issue mask that keeps the passes in step",
             ),
             Candidate(
                 f"lookahead8 F{fp[0]}P{fp[1]} acc{acc}",
