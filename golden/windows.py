@@ -26,7 +26,7 @@ from .grouped import check_group_thresholds, int8_attention
 from .ops import t1_cost, t2_cost, t3_cost
 from .reuse import classify, effective_values, exact_matmul
 
-__all__ = ["PRODUCT_COST", "window_anchors", "window_classes", "window_effective", "window_bound"]
+__all__ = ["PRODUCT_COST", "ROW_PARTIAL_COST", "window_anchors", "window_classes", "window_effective", "window_bound"]
 
 #: the oracle's nibble multiplies of one token product ``(i, j, c)`` by the
 #: row token's and the column token's role at ``c`` (a follower's class,
@@ -38,6 +38,15 @@ for _q in Reuse:
     PRODUCT_COST[_q, ABSENT] = t2_cost(_q)
     PRODUCT_COST[ABSENT, _q] = t1_cost(_q)
 PRODUCT_COST[ABSENT, ABSENT] = 2
+
+#: :data:`PRODUCT_COST` with partial reuse on the row side too (issue 14
+#: candidate): a row follower PARTIAL at a channel shares its high nibble
+#: with its anchor, so splitting the row operand leaves one 4x8 multiply
+#: (``lo(a') b``) where the anchor's product holds ``16 hi(a) b``; exact when
+#: ``P >= 4`` (the high nibbles agree). No PE splits its row operand.
+ROW_PARTIAL_COST = PRODUCT_COST.copy()
+ROW_PARTIAL_COST[Reuse.PARTIAL, ABSENT] = 1
+ROW_PARTIAL_COST[Reuse.PARTIAL, Reuse.NONE] = 1
 
 
 def _check_w(w) -> int:
@@ -88,7 +97,9 @@ def window_effective(Z, grid, split, w: int, thresholds, *, side: str = "column"
 def window_bound(Q, K, V, grid, split, w: int, thresholds, *, scales, reference=None) -> dict:
     """Windows of ``w`` on Q, K (and V, FULL only): ``oracle`` and ``dense``
     nibble multiplies of ``Q K^T`` and the op bound on its speedup
-    (``bound = dense / oracle``); for P V (V's FULL followers pre-add their
+    (``bound = dense / oracle``), the same with row-side partial reuse
+    (``oracle_row_partial``, ``bound_row_partial``, :data:`ROW_PARTIAL_COST`;
+    exact only when every ``P >= 4``); for P V (V's FULL followers pre-add their
     P into the anchor's product, :mod:`kaleido.golden.pv`) the products
     ``pv_oracle`` (anchors and non-FULL followers, per channel and query),
     ``pv_dense`` and ``pv_bound``; and the attention output's metrics
@@ -100,6 +111,7 @@ def window_bound(Q, K, V, grid, split, w: int, thresholds, *, scales, reference=
     hq = np.stack([(rq == v).sum(axis=0) for v in range(4)], axis=1)  # (d, 4)
     hk = np.stack([(rk == v).sum(axis=0) for v in range(4)], axis=1)
     oracle = int(np.einsum("cq,ck,qk->", hq, hk, PRODUCT_COST))
+    oracle_row = int(np.einsum("cq,ck,qk->", hq, hk, ROW_PARTIAL_COST))
     dense = 2 * Q.shape[0] * K.shape[0] * Q.shape[1]
     Qe = window_effective(Q, grid, split, w, thresholds, side="row")
     Ke = window_effective(K, grid, split, w, thresholds, side="column")
@@ -115,6 +127,8 @@ def window_bound(Q, K, V, grid, split, w: int, thresholds, *, scales, reference=
         "oracle": oracle,
         "dense": dense,
         "bound": dense / oracle,
+        "oracle_row_partial": oracle_row,
+        "bound_row_partial": dense / oracle_row,
         "pv_oracle": pv_oracle,
         "pv_dense": pv_dense,
         "pv_bound": pv_dense / pv_oracle,

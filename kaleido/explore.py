@@ -592,6 +592,7 @@ def window_bounds(specs=TUNING, ws=(2, 4, 8), thresholds=((5, 4), (6, 4), (7, 4)
                         "w": win,
                         "thresholds": list(fp),
                         "qk_bound": b["bound"],
+                        "qk_bound_row_partial": b["bound_row_partial"],
                         "pv_bound": b["pv_bound"],
                         "attention_bound": att,
                         "psnr": b["vs_int8"]["psnr"],
@@ -731,10 +732,11 @@ def summary(result: dict) -> list[str]:
             "",
             "Longer reuse windows (op bounds at 100 % utilization, no PE implements them):",
             "",
-            "| head | w | (F,P) | Q K^T bound | P V bound | attention bound | PSNR |",
-            "|---|---|---|---|---|---|---|",
+            "| head | w | (F,P) | Q K^T bound | ... with row-side partial reuse | P V bound | attention bound | PSNR |",
+            "|---|---|---|---|---|---|---|---|",
             *[
                 f"| {b['workload']} | {b['w']} | ({b['thresholds'][0]},{b['thresholds'][1]}) | {b['qk_bound']:.3f}x | "
+                f"{b.get('qk_bound_row_partial', float('nan')):.3f}x | "
                 f"{b['pv_bound']:.3f}x | {b['attention_bound']:.3f}x | {b['psnr']:.1f} dB |"
                 for b in result["window_bounds"]
             ],
@@ -792,7 +794,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"
     )
-    p.add_argument("--summarize", action="store_true", help="re-rank OUT/results.json and rewrite its outputs; no run")
+    p.add_argument(
+        "--summarize",
+        action="store_true",
+        help="re-rank OUT/results.json, recompute the window bounds (unless --no-bounds), rewrite its outputs",
+    )
 
 
 def _read(out: str) -> dict:
@@ -807,7 +813,10 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
     if args.summarize:
-        for path in write(rerank(_read(args.out)), args.out):
+        result = rerank(_read(args.out))
+        if not args.no_bounds:
+            result["window_bounds"] = window_bounds()
+        for path in write(result, args.out):
             print(f"wrote {path}")
         return 0
     cands = quick_candidates() if args.quick else candidates()

@@ -123,6 +123,10 @@ def test_window_of_two_is_the_pairing(head):
         assert b["vs_int8"]["psnr"] == pytest.approx(hw["vs_int8"]["psnr"])
     longer = window_bound(head.q, head.k, head.v, head.grid, head.split, 4, (6, 4), scales=head.scales)
     assert longer["bound"] > b["bound"]  # fewer anchors, fewer dense anchor x anchor products
+    # row-side partial reuse saves only where a row follower is PARTIAL
+    assert b["bound_row_partial"] > b["bound"]
+    same = window_bound(head.q, head.k, head.v, head.grid, head.split, 2, (6, 6), scales=head.scales)
+    assert same["oracle_row_partial"] == same["oracle"]
 
 
 def test_pass_aware_order_is_a_permutation_inside_windows():
