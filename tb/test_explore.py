@@ -225,6 +225,12 @@ def test_bad_input_names_the_value(capsys):
     with pytest.raises(SystemExit) as err:
         cli_main(["explore", "--jobs", "0"])
     assert err.value.code == 2 and "--jobs must be a positive integer, not 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:
+        cli_main(["explore", "--candidate", "warp drive"])
+    assert err.value.code == 2 and "unknown candidate 'warp drive'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:
+        cli_main(["explore", "--summarize", "--out", "/nonexistent/explore"])
+    assert err.value.code == 2 and "'/nonexistent/explore/results.json' does not exist" in capsys.readouterr().err
 
 
 def _tiny():
