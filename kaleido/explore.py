@@ -58,6 +58,8 @@ __all__ = [
     "PAPER",
     "FLOOR",
     "LADDER",
+    "ADAPTIVE",
+    "calibration_spec",
     "candidates",
     "quick_candidates",
     "quality",
@@ -128,6 +130,9 @@ HELD_OUT = (
     WorkloadSpec(preset="wan", motion="fast", seed=8),
 )
 
+#: adaptive threshold modes (:func:`measure`)
+ADAPTIVE = (None, "uniform", "group", "group-calibrated")
+
 #: thresholds the adaptive candidates try per head, uniform over the groups
 LADDER = ((4, 3), (4, 4), (5, 3), (5, 4), (6, 3), (6, 4), (7, 4), (8, 4), (9, 9))
 
@@ -137,8 +142,10 @@ class Candidate:
     """One design point. ``thresholds``: one ``(F, P)`` or three (t, x, y);
     ``v_full``: V's FULL threshold per group (default each group's ``F``);
     ``adaptive``: ``None``, ``"uniform"`` (per head, the fastest rung of
-    :data:`LADDER` at or above the floor) or ``"group"`` (that, then each
-    group's ``F`` lowered while the floor holds); ``rtl``: ``yes``,
+    :data:`LADDER` at or above the floor), ``"group"`` (that, then each
+    group's ``F`` lowered while the floor holds) or ``"group-calibrated"``
+    (``"group"``'s choice on :func:`calibration_spec`'s head, the same
+    layer on other input, applied to this head); ``rtl``: ``yes``,
     ``config`` or ``no`` (see module doc); ``area``: the cost estimate."""
 
     name: str
@@ -164,8 +171,8 @@ class Candidate:
             raise ValueError(f"order must be one of {ORDERS}, not {self.order!r}")
         if self.issue not in ISSUES:
             raise ValueError(f"issue must be one of {ISSUES}, not {self.issue!r}")
-        if self.adaptive not in (None, "uniform", "group"):
-            raise ValueError(f"adaptive must be None, 'uniform' or 'group', not {self.adaptive!r}")
+        if self.adaptive not in ADAPTIVE:
+            raise ValueError(f"adaptive must be one of {ADAPTIVE}, not {self.adaptive!r}")
         if self.rtl not in ("yes", "config", "no"):
             raise ValueError(f"rtl must be 'yes', 'config' or 'no', not {self.rtl!r}")
         if self.rows * self.cols * self.arrays != 16:
@@ -248,6 +255,15 @@ def candidates() -> list[Candidate]:
             "adaptive uniform acc4", "adaptive", accumulators=4, adaptive="uniform", rtl="no", area=adaptive_area
         ),
         Candidate("adaptive group acc4", "adaptive", accumulators=4, adaptive="group", rtl="no", area=adaptive_area),
+        Candidate(
+            "calibrated group acc4",
+            "adaptive",
+            accumulators=4,
+            adaptive="group-calibrated",
+            rtl="no",
+            area=adaptive_area,
+            note="thresholds chosen on the same layer's other-motion head",
+        ),
     ]
     for (rows, cols, arrays), fp, acc in (
         ((2, 2, 4), (5, 3), 3),
@@ -359,6 +375,18 @@ def candidates() -> list[Candidate]:
             area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
         ),
         Candidate(
+            "stack: calibrated group + greedy + 4x 2x2 acc4",
+            "stack",
+            accumulators=4,
+            order="greedy",
+            adaptive="group-calibrated",
+            rows=2,
+            cols=2,
+            arrays=4,
+            rtl="no",
+            area=stack_area + "; 4 dispatchers",
+        ),
+        Candidate(
             "stack: adaptive group + per-PE issue acc4",
             "stack",
             accumulators=4,
@@ -436,6 +464,11 @@ def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
     grows. ``search`` lists the points it tried."""
     if cand.adaptive is None:
         return _measure_fixed(spec, cand, cand.thresholds, cand.v_full)
+    if cand.adaptive == "group-calibrated":
+        calib = calibration_spec(spec)
+        chosen = measure(calib, dataclasses.replace(cand, adaptive="group"), floor)
+        row = _measure_fixed(spec, cand, chosen["thresholds"], None)
+        return {**row, "calibrated_on": calib.name, "calibration_psnr": chosen["psnr"], "search": chosen["search"]}
 
     def psnr(fp) -> float:
         fp = check_group_thresholds(fp)
@@ -472,6 +505,14 @@ def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
                 if m["attention_speedup"] > best["attention_speedup"]:
                     current, best, improved = trial, m, True
     return {**best, "search": search}
+
+
+def calibration_spec(spec: WorkloadSpec) -> WorkloadSpec:
+    """The head a ``"group-calibrated"`` candidate chooses ``spec``'s
+    thresholds on: the same layer (seed: projections, channel gains, view;
+    preset, grid, spread, photograph) seeing the other motion, so the
+    thresholds are never chosen on the head they are measured on."""
+    return dataclasses.replace(spec, motion="fast" if spec.motion == "slow" else "slow")
 
 
 def _task(args):

@@ -173,6 +173,17 @@ def test_adaptive_keeps_the_floor_with_the_most_aggressive_rung():
     assert group["psnr"] >= FLOOR and group["attention_speedup"] >= row["attention_speedup"]
 
 
+def test_calibrated_thresholds_come_from_the_other_motion():
+    cand = Candidate("cal", "adaptive", accumulators=4, adaptive="group-calibrated")
+    row = measure(SMALL, cand)
+    other = WorkloadSpec(grid=SMALL.grid, motion="slow", seed=SMALL.seed)
+    assert row["calibrated_on"] == other.name
+    chosen = measure(other, Candidate("g", "adaptive", accumulators=4, adaptive="group"))
+    assert row["thresholds"] == chosen["thresholds"]
+    fixed = measure(SMALL, Candidate("f", "x", chosen["thresholds"], accumulators=4))
+    assert {k: row[k] for k in fixed} == fixed
+
+
 def test_ranking_respects_the_floor():
     cands = [
         Candidate("fast-bad", "thresholds", (4, 3), accumulators=4),
