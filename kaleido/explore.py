@@ -145,7 +145,8 @@ class Candidate:
     :data:`LADDER` at or above the floor), ``"group"`` (that, then each
     group's ``F`` lowered while the floor holds) or ``"group-calibrated"``
     (``"group"``'s choice on :func:`calibration_spec`'s head, the same
-    layer on other input, applied to this head); ``rtl``: ``yes``,
+    layer on other input, at ``margin`` dB above the floor, applied to this
+    head); ``rtl``: ``yes``,
     ``config`` or ``no`` (see module doc); ``area``: the cost estimate."""
 
     name: str
@@ -161,6 +162,8 @@ class Candidate:
     issue: str = "array"
     lookahead: int = 4
     adaptive: str | None = None
+    #: dB above the floor a ``"group-calibrated"`` candidate chooses at
+    margin: float = 0.0
     rtl: str = "yes"
     area: str = "the built design"
     note: str = ""
@@ -173,6 +176,8 @@ class Candidate:
             raise ValueError(f"issue must be one of {ISSUES}, not {self.issue!r}")
         if self.adaptive not in ADAPTIVE:
             raise ValueError(f"adaptive must be one of {ADAPTIVE}, not {self.adaptive!r}")
+        if not isinstance(self.margin, (int, float)) or not 0 <= self.margin <= 20:
+            raise ValueError(f"margin must be a number of dB in [0, 20], not {self.margin!r}")
         if self.rtl not in ("yes", "config", "no"):
             raise ValueError(f"rtl must be 'yes', 'config' or 'no', not {self.rtl!r}")
         if self.rows * self.cols * self.arrays != 16:
@@ -263,6 +268,16 @@ def candidates() -> list[Candidate]:
             rtl="no",
             area=adaptive_area,
             note="thresholds chosen on the same layer's other-motion head",
+        ),
+        Candidate(
+            "calibrated group +1.5 dB acc4",
+            "adaptive",
+            accumulators=4,
+            adaptive="group-calibrated",
+            margin=1.5,
+            rtl="no",
+            area=adaptive_area,
+            note="thresholds chosen at 41.5 dB on the same layer's other-motion head",
         ),
     ]
     for (rows, cols, arrays), fp, acc in (
@@ -387,6 +402,19 @@ def candidates() -> list[Candidate]:
             area=stack_area + "; 4 dispatchers",
         ),
         Candidate(
+            "stack: calibrated group +1.5 dB + greedy + 4x 2x2 acc4",
+            "stack",
+            accumulators=4,
+            order="greedy",
+            adaptive="group-calibrated",
+            margin=1.5,
+            rows=2,
+            cols=2,
+            arrays=4,
+            rtl="no",
+            area=stack_area + "; 4 dispatchers",
+        ),
+        Candidate(
             "stack: adaptive group + per-PE issue acc4",
             "stack",
             accumulators=4,
@@ -466,7 +494,7 @@ def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
         return _measure_fixed(spec, cand, cand.thresholds, cand.v_full)
     if cand.adaptive == "group-calibrated":
         calib = calibration_spec(spec)
-        chosen = measure(calib, dataclasses.replace(cand, adaptive="group"), floor)
+        chosen = measure(calib, dataclasses.replace(cand, adaptive="group"), floor + cand.margin)
         row = _measure_fixed(spec, cand, chosen["thresholds"], None)
         return {**row, "calibrated_on": calib.name, "calibration_psnr": chosen["psnr"], "search": chosen["search"]}
 
