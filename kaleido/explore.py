@@ -415,6 +415,18 @@ def candidates() -> list[Candidate]:
             area=stack_area + "; 4 dispatchers",
         ),
         Candidate(
+            "stack: calibrated group +1.5 dB + 16x 1x1 acc4",
+            "stack",
+            accumulators=4,
+            adaptive="group-calibrated",
+            margin=1.5,
+            rows=1,
+            cols=1,
+            arrays=16,
+            rtl="no",
+            area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
+        ),
+        Candidate(
             "stack: adaptive group + per-PE issue acc4",
             "stack",
             accumulators=4,
