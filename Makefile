@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 SIM    ?= icarus
 
-.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report scalesim-venv capture-venv clean
+.PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report explore scalesim-venv capture-venv clean
 
 help:
 	@echo "make setup      create .venv and install the project and every tool it uses, at the versions in requirements.lock"
@@ -30,6 +30,8 @@ help:
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s; ~100 s with SCALE-Sim:"
 	@echo "                it runs SCALE-Sim when build/scalesim-venv exists, else uses the committed docs/report/scalesim.csv)"
+	@echo "make explore    design exploration (issue 14): candidates ranked by speedup at 40 dB on tuning and held-out"
+	@echo "                workloads, every core -> build/explore/results.json, .csv, summary.md (~40 min on 2 cores; EXPLORE_ARGS=--quick: 15 s)"
 	@echo "make scalesim-venv  SCALE-Sim 3.0.0 (PyPI) in its own venv build/scalesim-venv, numpy < 2, pinned by"
 	@echo "                scripts/scalesim-constraints.txt (needs PyPI; the default tests do not)"
 	@echo "make capture-venv  the optional .[capture] extra (torch, diffusers) in its own venv build/capture-venv, pinned by"
@@ -96,6 +98,10 @@ tables: $(STAMP)
 
 report: $(STAMP)
 	$(PY) -m kaleido.bench.report
+
+# the report's frontier plot reads build/explore/results.json when it exists
+explore: $(STAMP)
+	$(PY) -m kaleido.bench.explore --jobs $(JOBS) $(EXPLORE_ARGS)
 
 # SCALE-Sim 3.0.0 fails under numpy 2: its own venv, pinned
 SCALESIM_VENV := build/scalesim-venv

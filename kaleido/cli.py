@@ -1,11 +1,13 @@
 """``kaleido`` command line: ``kaleido perf`` runs the cycle model on one
 head, ``kaleido sweep`` on every head of a directory (Dask; docs/SWEEP.md),
 ``kaleido capture`` dumps heads from a diffusers transformer (the optional
-``.[capture]`` extra; docs/CAPTURE.md).
+``.[capture]`` extra; docs/CAPTURE.md), ``kaleido explore`` runs the design
+exploration (:mod:`kaleido.explore`).
 
 Examples::
 
     kaleido perf --preset hunyuan --grid 4,8,8 --motion slow --variant full
+    kaleido explore --quick
     kaleido perf --workload my_head.npz --F 5 --P 4 --accumulators 4 --json out.json
     kaleido sweep heads/ --out build/sweep --workers 2 --thresholds 5,3 5,4 --accumulators 3 4
     kaleido capture --tiny wan --out heads/ --steps 2
@@ -316,6 +318,19 @@ def _perf(args):
     return 0
 
 
+def _explore_parser(sub):
+    from .explore import add_arguments, run
+
+    p = sub.add_parser(
+        "explore",
+        help="design exploration: rank candidates by speedup at a PSNR floor (issue 14)",
+        description="Run candidate designs on the tuning and held-out workloads with the cycle model, "
+        "rank them by whole-attention speedup at a quality floor; docs/EXPLORATION.md.",
+    )
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kaleido", description="Kaleido accelerator tools")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -326,6 +341,7 @@ def main(argv=None):
     from .capture import add_parser as _capture_parser
 
     _capture_parser(sub)
+    _explore_parser(sub)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

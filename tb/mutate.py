@@ -248,6 +248,22 @@ MUTANTS = [
         "np.where(held > cap[:, None], far, 0)",
         "scheduler",
     ),
+    # the design exploration (issue 14)
+    Mutant(
+        "explore_round_robin",
+        "kaleido/explore_model.py",
+        "idx = (n_pass + np.arange(flat.size)) % arrays",
+        "idx = np.arange(flat.size) % arrays",
+        "exploration timing",
+    ),
+    Mutant("explore_adaptive_floor", "kaleido/explore.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
+    Mutant(
+        "explore_rank_floor",
+        "kaleido/explore.py",
+        '"meets_floor": min(psnr) >= floor,',
+        '"meets_floor": min(psnr) >= floor - 10,',
+        "exploration",
+    ),
 ]
 
 

@@ -970,6 +970,134 @@ def decomposition(rep, plt):
     ]
 
 
+#: the exploration's aggregate per candidate and set, committed beside the plot
+_EXPLORE_CSV = "exploration.csv"
+
+
+def _exploration_source(rep):
+    """The exploration's aggregates: ``build/explore/results.json`` (``make
+    explore``) when it exists, else the committed ``exploration.csv`` in the
+    report folder, else a quick run (a few candidates, tuning set and the
+    paper's design and the quick subset's best on the held-out set)."""
+    import json
+
+    from ..explore import HELD_OUT, TUNING, aggregate, explore, quick_candidates
+
+    path = "build/explore/results.json"
+    if os.path.exists(path):
+        with open(path) as f:
+            res = json.load(f)
+        return res["aggregate"], {c["name"]: c for c in res["candidates"]}, f"`make explore` ({path})"
+    csv_path = os.path.join(rep.out, _EXPLORE_CSV)
+    if os.path.exists(csv_path):
+        agg: dict = {}
+        meta = {}
+        with open(csv_path) as f:
+            for row in csv.DictReader(f):
+                meta[row["candidate"]] = {"name": row["candidate"], "family": row["family"], "rtl": row["rtl"]}
+                agg.setdefault(row["candidate"], {})[row["set"]] = {
+                    k: (row[k] == "True" if k == "meets_floor" else float(row[k]))
+                    for k in row
+                    if k not in ("candidate", "set", "family", "rtl")
+                }
+        return agg, meta, f"the committed {csv_path} (run `make explore` to refresh it)"
+    cands = quick_candidates()
+    res = explore(cands, {"tuning": TUNING}, bounds=False)
+    agg = res["aggregate"]
+    best = res["ranking"]["tuning"][0]
+    held = explore([c for c in cands if c.name in ("paper", best)], {"held_out": HELD_OUT}, bounds=False)
+    for name, sets in aggregate(held["rows"]).items():
+        agg[name].update(sets)
+    return agg, {c.name: {"name": c.name, "family": c.family, "rtl": c.rtl} for c in cands}, "a quick run (no cache)"
+
+
+def exploration(rep, plt):
+    """Issue 14: the exploration's frontier (speedup against the worst head's
+    PSNR), the paper's design against the best at the floor, and the
+    held-out table."""
+    from ..explore import FLOOR, frontier, rank
+
+    agg, meta, source = _exploration_source(rep)
+    rows = []
+    for name, sets in agg.items():
+        for group, a in sets.items():
+            rows.append(
+                {"candidate": name, "set": group, "family": meta[name]["family"], "rtl": meta[name]["rtl"], **a}
+            )
+    _save(rep.out, "exploration", rows)
+    ranking = rank(agg, "tuning", require=("held_out",))
+    robust = [n for n in ranking if all(a["meets_floor"] for a in agg[n].values())]
+    best = robust[0] if robust else "paper"
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8))
+    for ax, key, label in zip(axes, ("qk_speedup", "attention_speedup"), ("Q K^T", "whole attention"), strict=True):
+        names = [n for n in agg if "tuning" in agg[n]]
+        x = [min(agg[n]["tuning"]["psnr_min"], 70.0) for n in names]
+        y = [agg[n]["tuning"][key] for n in names]
+        ax.scatter(x, y, s=12, color="0.6", label="candidates")
+        front = frontier(agg, "tuning", key)
+        ax.plot(
+            [min(agg[n]["tuning"]["psnr_min"], 70.0) for n in front],
+            [agg[n]["tuning"][key] for n in front],
+            "-",
+            color="tab:blue",
+            lw=1,
+            drawstyle="steps-pre",
+            label="frontier",
+        )
+        for name, style, tag in (("paper", "r*", "paper"), (best, "g*", f"best at {FLOOR:g} dB: {best}")):
+            a = agg[name]["tuning"]
+            ax.plot([min(a["psnr_min"], 70.0)], [a[key]], style, ms=12, label=tag)
+        ax.axvline(FLOOR, color="k", lw=0.8, ls="--")
+        ax.axhline(2.0, color="tab:red", lw=0.8, ls=":")
+        ax.set_xlabel("worst tuning head's PSNR vs int8 attention (dB)")
+        ax.set_ylabel(f"{label} speedup over dense (geomean)")
+        ax.set_title(label, fontsize=9)
+        ax.set_ylim(0.9, max(2.1, max(y) * 1.05))
+    axes[1].legend(fontsize=7, loc="upper right")
+    fig.suptitle("Exploration frontier (tuning set; dashed: 40 dB floor, dotted: the 2x goal)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(rep.out, "exploration_frontier.png"), dpi=110)
+    plt.close(fig)
+    top = [n for n in ranking[:6]]
+    shown = list(dict.fromkeys(["paper", *top]))
+
+    def cell(n, group):
+        a = agg[n].get(group)
+        if not a:
+            return "- | - | -"
+        return f"{a['attention_speedup']:.3f}x ({a['attention_speedup_min']:.3f}x) | {a['qk_speedup']:.3f}x | {a['psnr_min']:.1f} dB"
+
+    return [
+        "## Design exploration (issue 14)",
+        "",
+        f"From {source}; docs/EXPLORATION.md has every candidate and why it wins or loses. Tuning set: the "
+        "report's default heads (both motions); held-out: other seeds, channel spreads, grids, a photograph and "
+        "the Wan split. Speedups are geometric means over the set's heads (the slowest head in brackets) against "
+        "a dense array with the same PE count; PSNR is the worst head's, attention output against int8 attention. "
+        f"Ranked by tuning whole-attention speedup among the candidates at or above {FLOOR:g} dB on every head "
+        "of both sets (then the others).",
+        "",
+        "| candidate | RTL | tuning attention (min) | tuning Q K^T | tuning PSNR | held-out attention (min) | "
+        "held-out Q K^T | held-out PSNR |",
+        "|---|---|---|---|---|---|---|---|",
+        *[f"| {n} | {meta[n]['rtl']} | {cell(n, 'tuning')} | {cell(n, 'held_out')} |" for n in shown],
+        "",
+        f"2.0x at {FLOOR:g} dB: "
+        + (
+            "**reached**."
+            if robust and agg[best]["tuning"]["attention_speedup_min"] >= 2.0
+            else f"**not reached**: the best candidate at the floor on both sets, {best}, gives "
+            f"{agg[best]['tuning']['attention_speedup']:.3f}x whole attention and "
+            f"{agg[best]['tuning']['qk_speedup']:.3f}x on Q K^T (tuning set geomeans)."
+            if robust
+            else "**not reached**: no candidate keeps the floor on every head of both sets."
+        ),
+        "",
+        "![exploration](report/exploration_frontier.png)",
+        "",
+    ]
+
+
 def targets(rep):
     vals, utils, gain = rep.fig19
     fp54 = next(x for x in rep.fig23 if (x["F"], x["P"]) == (5, 4))
@@ -1031,6 +1159,7 @@ def main(argv=None):
         decomposition,
         energy,
         scalesim_section,
+        exploration,
     ):
         rep.log(step.__name__)
         body += step(rep, plt)

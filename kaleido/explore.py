@@ -1,0 +1,954 @@
+"""Design exploration on the cycle model (issue 14): ``kaleido explore`` or
+``python -m kaleido.bench.explore``.
+
+Every candidate design runs on a **tuning set** (the report's default
+workloads, both motions) and a **held-out set** (other seeds, channel
+spreads, grids, a photograph and the Wan split the project never tuned
+on), over every core (:mod:`multiprocessing`). For each head it measures
+
+* ``Q K^T`` cycles (:func:`kaleido.explore_model.qk_timing`, equal to
+  :func:`kaleido.model.run_model` on the RTL's settings) and the dense
+  array's with the same PE count;
+* whole attention: ``Q K^T``, the softmax unit and output scaler, and
+  ``P V`` (:func:`kaleido.explore_model.pv_timing`), one after another,
+  against the dense array running the same three stages;
+* the attention output's PSNR against int8 attention without reuse, as
+  the hardware computes it (:func:`kaleido.golden.grouped.hw_attention`:
+  Q row side, K column side, V FULL followers only).
+
+Candidates are ranked by the geometric-mean whole-attention speedup over
+the tuning set among those whose every tuning head keeps the quality floor
+(40 dB by default); the held-out set is reported beside it. Each candidate
+says whether its cycles are RTL-backed (``rtl``): ``yes`` (the built
+design, cycle-exact against the RTL), ``config`` (a parameter the RTL
+already takes), or ``no`` (a model of hardware that does not exist: an
+estimate). Longer reuse windows are measured as an op bound only
+(:func:`kaleido.golden.windows.window_bound`).
+
+Writes ``results.json``, ``results.csv`` (one row per candidate and head)
+and ``summary.md`` to ``--out`` (default ``build/explore``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import functools
+import json
+import math
+import multiprocessing
+import os
+import sys
+import time
+
+import numpy as np
+
+from .config import KaleidoConfig
+from .explore_model import ISSUES, ORDERS, pv_timing, qk_timing, softmax_stage_cycles
+from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
+from .golden.windows import window_bound
+from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
+
+__all__ = [
+    "WorkloadSpec",
+    "TUNING",
+    "HELD_OUT",
+    "Candidate",
+    "PAPER",
+    "FLOOR",
+    "LADDER",
+    "ADAPTIVE",
+    "calibration_spec",
+    "candidates",
+    "quick_candidates",
+    "quality",
+    "measure",
+    "evaluate",
+    "aggregate",
+    "rank",
+    "frontier",
+    "explore",
+    "rerank",
+    "merge",
+    "window_bounds",
+    "main",
+]
+
+#: the quality floor: attention-output PSNR against int8 attention (dB)
+FLOOR = 40.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadSpec:
+    """A synthetic head (:func:`kaleido.golden.workloads.synthetic_video`)."""
+
+    preset: str = "hunyuan"
+    grid: tuple = (8, 16, 16)
+    motion: str = "slow"
+    seed: int = 0
+    spread: float = DEFAULT_SPREAD
+    image: str = "astronaut"
+
+    def __post_init__(self):
+        if self.motion not in MOTIONS:
+            raise ValueError(f"motion must be one of {sorted(MOTIONS)}, not {self.motion!r}")
+
+    @property
+    def name(self) -> str:
+        g = "x".join(str(x) for x in self.grid)
+        extra = "" if self.image == "astronaut" else f" {self.image}"
+        return f"{self.preset} {g} {self.motion} s{self.seed} sp{self.spread:g}{extra}"
+
+    def load(self) -> Workload:
+        return _load(self)
+
+
+@functools.lru_cache(maxsize=16)
+def _load(spec: WorkloadSpec) -> Workload:
+    return synthetic_video(spec.preset, spec.grid, spec.motion, spec.seed, spread=spec.spread, image=spec.image)
+
+
+@functools.lru_cache(maxsize=16)
+def _reference(spec: WorkloadSpec) -> np.ndarray:
+    w = spec.load()
+    return int8_attention(w.q, w.k, w.v, scales=w.scales)
+
+
+#: the report's default workloads (``make report``): both motions
+TUNING = (WorkloadSpec(motion="slow"), WorkloadSpec(motion="fast"))
+
+#: heads the project never tuned on: other seeds, spreads, grids, a photograph, the Wan split
+HELD_OUT = (
+    WorkloadSpec(motion="slow", seed=1),
+    WorkloadSpec(motion="fast", seed=2),
+    WorkloadSpec(motion="slow", seed=3, spread=1.0),
+    WorkloadSpec(motion="fast", seed=4, spread=0.25),
+    WorkloadSpec(grid=(6, 12, 16), motion="slow", seed=5),
+    WorkloadSpec(grid=(4, 16, 24), motion="fast", seed=6),
+    WorkloadSpec(motion="slow", seed=7, image="chelsea"),
+    WorkloadSpec(preset="wan", motion="fast", seed=8),
+)
+
+#: adaptive threshold modes (:func:`measure`)
+ADAPTIVE = (None, "uniform", "group", "group-calibrated")
+
+#: thresholds the adaptive candidates try per head, uniform over the groups
+LADDER = ((4, 3), (4, 4), (5, 3), (5, 4), (6, 3), (6, 4), (7, 4), (8, 4), (9, 9))
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One design point. ``thresholds``: one ``(F, P)`` or three (t, x, y);
+    ``v_full``: V's FULL threshold per group (default each group's ``F``);
+    ``adaptive``: ``None``, ``"uniform"`` (per head, the fastest rung of
+    :data:`LADDER` at or above the floor), ``"group"`` (that, then each
+    group's ``F`` lowered while the floor holds) or ``"group-calibrated"``
+    (``"group"``'s choice on :func:`calibration_spec`'s head, the same
+    layer on other input, at ``margin`` dB above the floor, applied to this
+    head); ``rtl``: ``yes``,
+    ``config`` or ``no`` (see module doc); ``area``: the cost estimate."""
+
+    name: str
+    family: str
+    thresholds: tuple = (5, 3)
+    v_full: tuple | None = None
+    accumulators: int = 3
+    rows: int = 4
+    cols: int = 4
+    arrays: int = 1
+    order: str = "lfsr"
+    window: int | None = None
+    issue: str = "array"
+    lookahead: int = 4
+    adaptive: str | None = None
+    #: dB above the floor a ``"group-calibrated"`` candidate chooses at
+    margin: float = 0.0
+    rtl: str = "yes"
+    area: str = "the built design"
+    note: str = ""
+
+    def __post_init__(self):
+        check_group_thresholds(self.thresholds)
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, not {self.order!r}")
+        if self.issue not in ISSUES:
+            raise ValueError(f"issue must be one of {ISSUES}, not {self.issue!r}")
+        if self.adaptive not in ADAPTIVE:
+            raise ValueError(f"adaptive must be one of {ADAPTIVE}, not {self.adaptive!r}")
+        if not isinstance(self.margin, (int, float)) or not 0 <= self.margin <= 20:
+            raise ValueError(f"margin must be a number of dB in [0, 20], not {self.margin!r}")
+        if self.rtl not in ("yes", "config", "no"):
+            raise ValueError(f"rtl must be 'yes', 'config' or 'no', not {self.rtl!r}")
+        if self.rows * self.cols * self.arrays != 16:
+            raise ValueError(
+                f"candidates compare at 16 PEs: {self.arrays} x {self.rows}x{self.cols} has "
+                f"{self.rows * self.cols * self.arrays}"
+            )
+
+    def config(self, split) -> KaleidoConfig:
+        F, P = check_group_thresholds(self.thresholds)[0]
+        return KaleidoConfig(
+            F=F,
+            P=P,
+            split=tuple(split),
+            accumulators=self.accumulators,
+            array_rows=self.rows,
+            array_cols=self.cols,
+            lookahead=self.lookahead,
+        )
+
+
+#: the paper's design, as built: (5, 3), three accumulators, one 4x4 array, scheduler and matcher
+PAPER = Candidate("paper", "paper", note="the built design (spec sec. 5-8)")
+
+_PE_AREA = "PE cells 1,545 (docs/SYNTH_TABLE.md)"
+
+
+def candidates() -> list[Candidate]:
+    """Every candidate of the full sweep."""
+    out = [PAPER]
+    acc4_area = f"{_PE_AREA}; a fourth accumulator adds about 10 % (estimate: one 19-bit register and adder)"
+    out.append(
+        Candidate("acc4", "accumulators", accumulators=4, rtl="config", area=acc4_area, note="spec sec. 5 extension")
+    )
+    for acc in (3, 4):
+        for F, P in ((4, 3), (4, 4), (5, 4), (6, 3), (6, 4), (6, 6), (7, 4), (7, 7), (8, 4)):
+            out.append(
+                Candidate(
+                    f"F{F}P{P} acc{acc}",
+                    "thresholds",
+                    (F, P),
+                    accumulators=acc,
+                    rtl="config" if acc == 4 else "yes",
+                    area="as the paper's" if acc == 3 else acc4_area,
+                )
+            )
+    for qk, vf in (((5, 4), 6), ((5, 4), 7), ((5, 4), 9), ((6, 4), 7), ((6, 4), 9)):
+        out.append(
+            Candidate(
+                f"F{qk[0]}P{qk[1]} V{vf} acc4",
+                "v-threshold",
+                qk,
+                v_full=(vf,) * 3,
+                accumulators=4,
+                rtl="no",
+                area="one more 4-bit threshold register (estimate: negligible)",
+                note="P V's own FULL threshold",
+            )
+        )
+    for ft in (5, 6, 7):
+        for fx in (5, 6, 7):
+            for fy in (5, 6, 7):
+                if ft == fx == fy:
+                    continue
+                out.append(
+                    Candidate(
+                        f"group t{ft} x{fx} y{fy} P4 acc4",
+                        "group-thresholds",
+                        ((ft, 4), (fx, 4), (fy, 4)),
+                        accumulators=4,
+                        rtl="no",
+                        area="per-group thresholds: two 4-bit registers per group in each detector "
+                        "(estimate: negligible)",
+                    )
+                )
+    adaptive_area = "threshold registers per head, set by offline calibration (estimate: negligible on chip)"
+    out += [
+        Candidate("adaptive uniform acc3", "adaptive", adaptive="uniform", rtl="no", area=adaptive_area),
+        Candidate(
+            "adaptive uniform acc4", "adaptive", accumulators=4, adaptive="uniform", rtl="no", area=adaptive_area
+        ),
+        Candidate("adaptive group acc4", "adaptive", accumulators=4, adaptive="group", rtl="no", area=adaptive_area),
+        Candidate(
+            "calibrated group acc4",
+            "adaptive",
+            accumulators=4,
+            adaptive="group-calibrated",
+            rtl="no",
+            area=adaptive_area,
+            note="thresholds chosen on the same layer's other-motion head",
+        ),
+        Candidate(
+            "calibrated group +1.5 dB acc4",
+            "adaptive",
+            accumulators=4,
+            adaptive="group-calibrated",
+            margin=1.5,
+            rtl="no",
+            area=adaptive_area,
+            note="thresholds chosen at 41.5 dB on the same layer's other-motion head",
+        ),
+    ]
+    for (rows, cols, arrays), fp, acc in (
+        ((2, 2, 4), (5, 3), 3),
+        ((1, 1, 16), (5, 3), 3),
+        ((2, 4, 2), (5, 3), 3),
+        ((4, 2, 2), (5, 3), 3),
+        ((2, 2, 4), (6, 4), 4),
+        ((1, 1, 16), (6, 4), 4),
+    ):
+        out.append(
+            Candidate(
+                f"{arrays}x {rows}x{cols} F{fp[0]}P{fp[1]} acc{acc}",
+                "shape",
+                fp,
+                accumulators=acc,
+                rows=rows,
+                cols=cols,
+                arrays=arrays,
+                rtl="config",
+                area=f"{arrays} dispatchers (scheduler + matcher, about 8,200 cells each, docs/SYNTH_TABLE.md) "
+                f"instead of 1; operand ports {arrays * (rows + cols)} instead of 8",
+                note="array count/shape at 16 PEs; P V dealt by query blocks (estimate)",
+            )
+        )
+    greedy_area = "a batch-wide pass-aware scheduler (estimate: unit memory of a batch, 1,024 strings, vs 64)"
+    for fp, acc in (((5, 3), 3), ((6, 4), 4)):
+        out += [
+            Candidate(
+                f"queue F{fp[0]}P{fp[1]} acc{acc}",
+                "scheduler",
+                fp,
+                accumulators=acc,
+                order="queue",
+                rtl="yes" if acc == 3 else "config",
+                area="no scheduler (pe-m)",
+            ),
+            Candidate(
+                f"greedy F{fp[0]}P{fp[1]} acc{acc}",
+                "scheduler",
+                fp,
+                accumulators=acc,
+                order="greedy",
+                rtl="no",
+                area=greedy_area,
+            ),
+            Candidate(
+                f"greedy64 F{fp[0]}P{fp[1]} acc{acc}",
+                "scheduler",
+                fp,
+                accumulators=acc,
+                order="greedy",
+                window=64,
+                rtl="no",
+                area="greedy pass-aware scheduler on the RTL's 64-string window (estimate: as the scheduler)",
+            ),
+            Candidate(
+                f"per-PE issue F{fp[0]}P{fp[1]} acc{acc}",
+                "issue",
+                fp,
+                accumulators=acc,
+                issue="pe",
+                rtl="no",
+                area="per-PE operand queues and slot streams (estimate: a matcher and a 16-deep operand FIFO "
+                "per PE, about +40 % of the array)",
+                note="bound of any row/column/PE issue mask that keeps the passes in step",
+            ),
+            Candidate(
+                f"lookahead8 F{fp[0]}P{fp[1]} acc{acc}",
+                "matcher",
+                fp,
+                accumulators=acc,
+                lookahead=8,
+                rtl="config",
+                area="matcher lookahead 8 (estimate: +60 % of a 416-cell matcher)",
+            ),
+        ]
+    stack_area = "4 accumulators + per-group thresholds + batch-wide scheduler (estimates above)"
+    out += [
+        Candidate(
+            "stack: adaptive group + greedy acc4",
+            "stack",
+            accumulators=4,
+            order="greedy",
+            adaptive="group",
+            rtl="no",
+            area=stack_area,
+        ),
+        Candidate(
+            "stack: adaptive group + greedy + 4x 2x2 acc4",
+            "stack",
+            accumulators=4,
+            order="greedy",
+            adaptive="group",
+            rows=2,
+            cols=2,
+            arrays=4,
+            rtl="no",
+            area=stack_area + "; 4 dispatchers",
+        ),
+        Candidate(
+            "stack: adaptive group + 16x 1x1 acc4",
+            "stack",
+            accumulators=4,
+            adaptive="group",
+            rows=1,
+            cols=1,
+            arrays=16,
+            rtl="no",
+            area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
+        ),
+        Candidate(
+            "stack: calibrated group + greedy + 4x 2x2 acc4",
+            "stack",
+            accumulators=4,
+            order="greedy",
+            adaptive="group-calibrated",
+            rows=2,
+            cols=2,
+            arrays=4,
+            rtl="no",
+            area=stack_area + "; 4 dispatchers",
+        ),
+        Candidate(
+            "stack: calibrated group +1.5 dB + greedy + 4x 2x2 acc4",
+            "stack",
+            accumulators=4,
+            order="greedy",
+            adaptive="group-calibrated",
+            margin=1.5,
+            rows=2,
+            cols=2,
+            arrays=4,
+            rtl="no",
+            area=stack_area + "; 4 dispatchers",
+        ),
+        Candidate(
+            "stack: calibrated group +1.5 dB + 16x 1x1 acc4",
+            "stack",
+            accumulators=4,
+            adaptive="group-calibrated",
+            margin=1.5,
+            rows=1,
+            cols=1,
+            arrays=16,
+            rtl="no",
+            area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
+        ),
+        Candidate(
+            "stack: adaptive group + per-PE issue acc4",
+            "stack",
+            accumulators=4,
+            issue="pe",
+            adaptive="group",
+            rtl="no",
+            area=stack_area + "; per-PE issue",
+        ),
+    ]
+    return out
+
+
+def quick_candidates() -> list[Candidate]:
+    """A small subset (``--quick``, the report's fallback, the tests)."""
+    names = {"paper", "acc4", "F6P4 acc4", "group t5 x6 y6 P4 acc4", "greedy F6P4 acc4", "adaptive uniform acc4"}
+    return [c for c in candidates() if c.name in names]
+
+
+@functools.lru_cache(maxsize=512)
+def quality(spec: WorkloadSpec, fp: tuple, vf: tuple) -> tuple[float, float]:
+    """PSNR and cosine of the hardware's attention output (hardware-independent: cached per head)."""
+    w = spec.load()
+    q = hw_attention(w.q, w.k, w.v, w.grid, w.split, fp, list(vf), scales=w.scales, reference=_reference(spec))
+    return q["vs_int8"]["psnr"], q["vs_int8"]["cosine"]
+
+
+def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> dict:
+    w = spec.load()
+    fp = check_group_thresholds(thresholds)
+    cfg = dataclasses.replace(cand, thresholds=fp).config(w.split)
+    qk = qk_timing(
+        w.q,
+        w.k,
+        w.grid,
+        w.split,
+        cfg,
+        fp,
+        order=cand.order,
+        issue=cand.issue,
+        arrays=cand.arrays,
+        window=cand.window,
+    )
+    vf = tuple(F for F, _ in fp) if v_full is None else tuple(int(x) for x in v_full)
+    pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays)
+    sm = softmax_stage_cycles(w.n, w.d)
+    psnr, cosine = quality(spec, fp, vf)
+    att = qk.cycles + sm + pv["cycles"]
+    att_dense = qk.dense_cycles + sm + pv["dense_cycles"]
+    return {
+        "thresholds": [list(x) for x in fp],
+        "v_full": list(vf),
+        "qk_cycles": qk.cycles,
+        "qk_dense_cycles": qk.dense_cycles,
+        "qk_speedup": qk.speedup,
+        "qk_utilization": qk.utilization,
+        "qk_op_reduction": 1 - qk.ops["hw"] / qk.ops["dense"],
+        "pv_cycles": pv["cycles"],
+        "pv_dense_cycles": pv["dense_cycles"],
+        "softmax_cycles": sm,
+        "attention_cycles": att,
+        "attention_dense_cycles": att_dense,
+        "attention_speedup": att_dense / att,
+        "psnr": psnr,
+        "cosine": cosine,
+    }
+
+
+def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
+    """One candidate on one head: cycles (``Q K^T``, softmax, ``P V``,
+    attention, each with the dense array's) and quality. An adaptive
+    candidate first picks this head's thresholds: the most aggressive rung
+    of :data:`LADDER` whose output keeps ``floor`` (the last rung, reuse
+    off, if none does); ``"group"`` then lowers one group's ``F`` at a time
+    (x, y, t, repeated) while the floor holds and the attention speedup
+    grows. ``search`` lists the points it tried."""
+    if cand.adaptive is None:
+        return _measure_fixed(spec, cand, cand.thresholds, cand.v_full)
+    if cand.adaptive == "group-calibrated":
+        calib = calibration_spec(spec)
+        chosen = measure(calib, dataclasses.replace(cand, adaptive="group"), floor + cand.margin)
+        row = _measure_fixed(spec, cand, chosen["thresholds"], None)
+        return {**row, "calibrated_on": calib.name, "calibration_psnr": chosen["psnr"], "search": chosen["search"]}
+
+    def psnr(fp) -> float:
+        fp = check_group_thresholds(fp)
+        return quality(spec, fp, tuple(F for F, _ in fp))[0]
+
+    search = []
+    rung = LADDER[-1]
+    for fp in LADDER:
+        p = psnr(fp)
+        search.append({"thresholds": [list(fp)] * 3, "psnr": p})
+        if p >= floor:
+            rung = fp
+            break
+    current = [tuple(rung)] * 3
+    best = _measure_fixed(spec, cand, current, None)
+    search[-1]["speedup"] = best["attention_speedup"]
+    if cand.adaptive == "group" and best["psnr"] >= floor:
+        improved = True
+        while improved:
+            improved = False
+            for g in (1, 2, 0):  # x and y groups first: they hold most channels
+                F, P = current[g]
+                if F <= 4:
+                    continue
+                trial = list(current)
+                trial[g] = (F - 1, min(P, F - 1))
+                p = psnr(trial)
+                point: dict = {"thresholds": [list(x) for x in trial], "psnr": p}
+                search.append(point)
+                if p < floor:
+                    continue
+                m = _measure_fixed(spec, cand, trial, None)
+                point["speedup"] = m["attention_speedup"]
+                if m["attention_speedup"] > best["attention_speedup"]:
+                    current, best, improved = trial, m, True
+    return {**best, "search": search}
+
+
+def calibration_spec(spec: WorkloadSpec) -> WorkloadSpec:
+    """The head a ``"group-calibrated"`` candidate chooses ``spec``'s
+    thresholds on: the same layer (seed: projections, channel gains, view;
+    preset, grid, spread, photograph) seeing the other motion, so the
+    thresholds are never chosen on the head they are measured on."""
+    return dataclasses.replace(spec, motion="fast" if spec.motion == "slow" else "slow")
+
+
+def _task(args):
+    cand, spec, group, floor = args
+    t0 = time.time()
+    row = measure(spec, cand, floor)
+    return {"candidate": cand.name, "workload": spec.name, "set": group, **row, "seconds": time.time() - t0}
+
+
+def evaluate(
+    cands: list[Candidate],
+    sets: dict[str, tuple] | None = None,
+    *,
+    jobs: int | None = None,
+    floor: float = FLOOR,
+    log=None,
+) -> list[dict]:
+    """Rows of every candidate on every head of ``sets`` (name -> specs,
+    default tuning and held-out), on ``jobs`` processes (default every
+    core; 1 runs in this process)."""
+    sets = {"tuning": TUNING, "held_out": HELD_OUT} if sets is None else sets
+    tasks = [(c, s, g, floor) for c in cands for g, specs in sets.items() for s in specs]
+    position = {(c.name, g, s.name): i for i, (c, s, g, _) in enumerate(tasks)}
+    # heavy candidates first, then by head so a worker's workload cache hits
+    heavy = {c.name: (c.adaptive is not None) * 4 + (c.issue == "pe") * 3 + (c.order == "greedy") for c in cands}
+    tasks.sort(key=lambda t: (-heavy[t[0].name], t[1].name))
+    jobs = jobs or os.cpu_count() or 1
+    rows = []
+    if jobs == 1:
+        it = map(_task, tasks)
+        for i, row in enumerate(it):
+            rows.append(row)
+            if log:
+                log(i + 1, len(tasks), row)
+        return sorted(rows, key=lambda r: position[(r["candidate"], r["set"], r["workload"])])
+    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    with ctx.Pool(jobs) as pool:
+        for i, row in enumerate(pool.imap_unordered(_task, tasks)):
+            rows.append(row)
+            if log:
+                log(i + 1, len(tasks), row)
+    return sorted(rows, key=lambda r: position[(r["candidate"], r["set"], r["workload"])])
+
+
+def _geomean(xs) -> float:
+    xs = list(xs)
+    return float(math.exp(sum(math.log(x) for x in xs) / len(xs)))
+
+
+def aggregate(rows: list[dict], floor: float = FLOOR) -> dict:
+    """Per candidate and set: geometric-mean and minimum speedups (``Q K^T``
+    and attention), minimum and mean PSNR, and ``meets_floor`` (every head
+    at or above ``floor``)."""
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r["candidate"], {}).setdefault(r["set"], []).append(r)
+    agg: dict = {}
+    for name, by_set in out.items():
+        agg[name] = {}
+        for group, rs in by_set.items():
+            psnr = [r["psnr"] for r in rs]
+            agg[name][group] = {
+                "heads": len(rs),
+                "qk_speedup": _geomean(r["qk_speedup"] for r in rs),
+                "qk_speedup_min": min(r["qk_speedup"] for r in rs),
+                "attention_speedup": _geomean(r["attention_speedup"] for r in rs),
+                "attention_speedup_min": min(r["attention_speedup"] for r in rs),
+                "qk_utilization": float(np.mean([r["qk_utilization"] for r in rs])),
+                "qk_op_reduction": float(np.mean([r["qk_op_reduction"] for r in rs])),
+                "psnr_min": min(psnr),
+                "psnr_mean": float(np.mean([min(p, 99.0) for p in psnr])),
+                "meets_floor": min(psnr) >= floor,
+            }
+    return agg
+
+
+def rank(agg: dict, group: str = "tuning", key: str = "attention_speedup", require: tuple = ()) -> list[str]:
+    """Candidate names at or above the floor on ``group`` (and on every set
+    of ``require`` they were run on), fastest first by ``key`` on
+    ``group``; the others follow, fastest first."""
+    names = [n for n in agg if group in agg[n]]
+
+    def ok(n: str) -> bool:
+        return all(agg[n][g]["meets_floor"] for g in (group, *require) if g in agg[n])
+
+    good = sorted((n for n in names if ok(n)), key=lambda n: -agg[n][group][key])
+    bad = sorted((n for n in names if not ok(n)), key=lambda n: -agg[n][group][key])
+    return good + bad
+
+
+def frontier(agg: dict, group: str = "tuning", key: str = "attention_speedup") -> list[str]:
+    """The Pareto frontier on ``group``: candidates no other beats on both
+    minimum PSNR and ``key``, by increasing PSNR."""
+    pts = [(agg[n][group]["psnr_min"], agg[n][group][key], n) for n in agg if group in agg[n]]
+    front = [n for p, s, n in pts if not any((p2 >= p and s2 >= s) and (p2 > p or s2 > s) for p2, s2, _ in pts)]
+    return sorted(front, key=lambda n: agg[n][group]["psnr_min"])
+
+
+def window_bounds(specs=TUNING, ws=(2, 4, 8), thresholds=((5, 4), (6, 4), (7, 4))) -> list[dict]:
+    """Longer reuse windows (:func:`kaleido.golden.windows.window_bound`):
+    per head, window and thresholds the ``Q K^T`` and ``P V`` op bounds,
+    the whole-attention bound at full utilization (each stage's dense
+    cycles over its op bound, the softmax as is) and the PSNR."""
+    rows = []
+    for spec in specs:
+        w = spec.load()
+        cfg = KaleidoConfig(split=w.split)
+        qk_dense = qk_timing(w.q, w.k, w.grid, w.split, cfg, order="queue").dense_cycles
+        pv_dense = pv_timing(w.v, w.grid, w.split, cfg)["dense_cycles"]
+        sm = softmax_stage_cycles(w.n, w.d)
+        for fp in thresholds:
+            for win in ws:
+                b = window_bound(w.q, w.k, w.v, w.grid, w.split, win, fp, scales=w.scales, reference=_reference(spec))
+                att = (qk_dense + pv_dense + sm) / (qk_dense / b["bound"] + pv_dense / b["pv_bound"] + sm)
+                rows.append(
+                    {
+                        "workload": spec.name,
+                        "w": win,
+                        "thresholds": list(fp),
+                        "qk_bound": b["bound"],
+                        "qk_bound_row_partial": b["bound_row_partial"],
+                        "pv_bound": b["pv_bound"],
+                        "attention_bound": att,
+                        "psnr": b["vs_int8"]["psnr"],
+                    }
+                )
+    return rows
+
+
+def rerank(result: dict) -> dict:
+    """Recompute a result's ``aggregate``, rankings and frontiers from its
+    ``rows`` (after merging runs, or with a newer ranking)."""
+    floor = result["floor_db"]
+    agg = aggregate(result["rows"], floor)
+    sets = list(dict.fromkeys(r["set"] for r in result["rows"]))
+    result.update(
+        aggregate=agg,
+        ranking={g: rank(agg, g) for g in sets},
+        ranking_robust=rank(agg, "tuning", require=tuple(sets)),
+        ranking_qk={g: rank(agg, g, "qk_speedup") for g in sets},
+        frontier={g: frontier(agg, g) for g in sets},
+        frontier_qk={g: frontier(agg, g, "qk_speedup") for g in sets},
+    )
+    return result
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s candidates added (a candidate of both takes
+    ``new``'s rows), re-ranked; the floors must agree."""
+    if old["floor_db"] != new["floor_db"]:
+        raise ValueError(f"cannot merge results at floors {old['floor_db']} and {new['floor_db']} dB")
+    names = {c["name"] for c in new["candidates"]}
+    out = dict(old)
+    out["candidates"] = [c for c in old["candidates"] if c["name"] not in names] + new["candidates"]
+    out["rows"] = [r for r in old["rows"] if r["candidate"] not in names] + new["rows"]
+    out["sets"] = {**old["sets"], **new["sets"]}
+    if "window_bounds" in new:
+        out["window_bounds"] = new["window_bounds"]
+    out["seconds"] = old.get("seconds", 0) + new.get("seconds", 0)
+    return rerank(out)
+
+
+def explore(
+    cands: list[Candidate] | None = None,
+    sets: dict[str, tuple] | None = None,
+    *,
+    jobs: int | None = None,
+    floor: float = FLOOR,
+    bounds: bool = True,
+    log=None,
+) -> dict:
+    """Run the sweep: ``rows``, ``aggregate``, ``ranking`` and ``frontier``
+    per set, the ``candidates`` and, with ``bounds``, the window bounds."""
+    cands = candidates() if cands is None else cands
+    sets = {"tuning": TUNING, "held_out": HELD_OUT} if sets is None else sets
+    names = [c.name for c in cands]
+    if len(set(names)) != len(names):
+        raise ValueError(f"candidate names must be unique: {sorted(n for n in names if names.count(n) > 1)}")
+    t0 = time.time()
+    rows = evaluate(cands, sets, jobs=jobs, floor=floor, log=log)
+    agg = aggregate(rows, floor)
+    result = {
+        "floor_db": floor,
+        "sets": {g: [s.name for s in specs] for g, specs in sets.items()},
+        "candidates": [
+            {**dataclasses.asdict(c), "thresholds": [list(x) for x in check_group_thresholds(c.thresholds)]}
+            for c in cands
+        ],
+        "aggregate": agg,
+        "ranking": {g: rank(agg, g) for g in sets},
+        "ranking_robust": rank(agg, "tuning", require=tuple(sets)),
+        "ranking_qk": {g: rank(agg, g, "qk_speedup") for g in sets},
+        "frontier": {g: frontier(agg, g) for g in sets},
+        "frontier_qk": {g: frontier(agg, g, "qk_speedup") for g in sets},
+        "rows": rows,
+    }
+    if bounds:
+        result["window_bounds"] = window_bounds(tuple(sets.get("tuning", TUNING)))
+    result["seconds"] = time.time() - t0
+    result["jobs"] = jobs or os.cpu_count() or 1
+    return result
+
+
+def _fmt_fp(th) -> str:
+    th = [tuple(x) for x in th]
+    return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
+
+
+def summary(result: dict) -> list[str]:
+    """Markdown tables of a result (``summary.md``, docs/EXPLORATION.md)."""
+    agg, floor = result["aggregate"], result["floor_db"]
+    by_name = {c["name"]: c for c in result["candidates"]}
+    lines = [
+        f"Quality floor {floor:g} dB (attention output vs int8 attention); speedups are geometric means over "
+        "the set's heads, `min` the slowest head; PSNR is the worst head's. Ranked by tuning whole-attention "
+        "speedup, first the candidates at the floor on every head of both sets, then those at the floor on "
+        "the tuning set only, then the rest.",
+        "",
+        "| rank | candidate | family | RTL | tuning attention | tuning Q K^T | tuning PSNR min | held-out attention "
+        "(min) | held-out Q K^T | held-out PSNR min | Q K^T util. | Q K^T op red. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    tuned = rank(agg, "tuning")
+    both = [n for n in tuned if all(a["meets_floor"] for a in agg[n].values())]
+    tuning_only = [n for n in tuned if agg[n]["tuning"]["meets_floor"] and n not in both]
+    order = both + tuning_only + [n for n in tuned if n not in both and n not in tuning_only]
+    for i, n in enumerate(order):
+        t, h = agg[n]["tuning"], agg[n].get("held_out")
+        mark = (
+            " (below floor)"
+            if not t["meets_floor"]
+            else (" (below floor held-out)" if h and not h["meets_floor"] else "")
+        )
+        held = (
+            f"{h['attention_speedup']:.3f}x ({h['attention_speedup_min']:.3f}x) | {h['qk_speedup']:.3f}x | "
+            f"{h['psnr_min']:.1f} dB"
+            if h
+            else "- | - | -"
+        )
+        lines.append(
+            f"| {i + 1} | {n}{mark} | {by_name[n]['family']} | {by_name[n]['rtl']} | {t['attention_speedup']:.3f}x | "
+            f"{t['qk_speedup']:.3f}x | {t['psnr_min']:.1f} dB | {held} | {t['qk_utilization']:.1%} | "
+            f"{t['qk_op_reduction']:.1%} |"
+        )
+    lines += ["", "Per head (tuning and held-out): thresholds used, speedups, PSNR.", ""]
+    lines += [
+        "| candidate | head | set | thresholds (t x y) | Q K^T | attention | PSNR |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        if by_name[r["candidate"]]["adaptive"] or r["candidate"] == "paper":
+            lines.append(
+                f"| {r['candidate']} | {r['workload']} | {r['set']} | {_fmt_fp(r['thresholds'])} | "
+                f"{r['qk_speedup']:.3f}x | {r['attention_speedup']:.3f}x | {r['psnr']:.1f} dB |"
+            )
+    if "window_bounds" in result:
+        lines += [
+            "",
+            "Longer reuse windows (op bounds at 100 % utilization, no PE implements them):",
+            "",
+            "| head | w | (F,P) | Q K^T bound | ... with row-side partial reuse | P V bound | attention bound | PSNR |",
+            "|---|---|---|---|---|---|---|---|",
+            *[
+                f"| {b['workload']} | {b['w']} | ({b['thresholds'][0]},{b['thresholds'][1]}) | {b['qk_bound']:.3f}x | "
+                f"{b.get('qk_bound_row_partial', float('nan')):.3f}x | "
+                f"{b['pv_bound']:.3f}x | {b['attention_bound']:.3f}x | {b['psnr']:.1f} dB |"
+                for b in result["window_bounds"]
+            ],
+        ]
+    return lines
+
+
+_CSV_FIELDS = (
+    "candidate",
+    "set",
+    "workload",
+    "thresholds",
+    "v_full",
+    "qk_cycles",
+    "qk_dense_cycles",
+    "qk_speedup",
+    "qk_utilization",
+    "qk_op_reduction",
+    "pv_cycles",
+    "pv_dense_cycles",
+    "softmax_cycles",
+    "attention_cycles",
+    "attention_dense_cycles",
+    "attention_speedup",
+    "psnr",
+    "cosine",
+    "seconds",
+)
+
+
+def write(result: dict, out: str) -> list[str]:
+    """``results.json``, ``results.csv`` and ``summary.md`` in ``out``."""
+    os.makedirs(out, exist_ok=True)
+    paths = [os.path.join(out, x) for x in ("results.json", "results.csv", "summary.md")]
+    with open(paths[0], "w") as f:
+        json.dump(result, f, indent=1, default=float)
+    with open(paths[1], "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(_CSV_FIELDS), extrasaction="ignore")
+        wr.writeheader()
+        for r in result["rows"]:
+            wr.writerow({**r, "thresholds": _fmt_fp(r["thresholds"]), "v_full": " ".join(map(str, r["v_full"]))})
+    with open(paths[2], "w") as f:
+        f.write("\n".join(summary(result)) + "\n")
+    return paths
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="build/explore", help="folder for results.json, results.csv, summary.md")
+    p.add_argument("--jobs", type=int, default=None, help="processes (default every core)")
+    p.add_argument("--floor", type=float, default=FLOOR, help=f"PSNR floor in dB (default {FLOOR:g})")
+    p.add_argument("--quick", action="store_true", help="a few candidates on the tuning set only (about a minute)")
+    p.add_argument("--family", action="append", default=None, help="only these candidate families (repeatable)")
+    p.add_argument("--candidate", action="append", default=None, help="only these candidates, by name (repeatable)")
+    p.add_argument("--no-bounds", action="store_true", help="skip the longer-window op bounds")
+    p.add_argument(
+        "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"
+    )
+    p.add_argument(
+        "--summarize",
+        action="store_true",
+        help="re-rank OUT/results.json, recompute the window bounds (unless --no-bounds), rewrite its outputs",
+    )
+
+
+def _read(out: str) -> dict:
+    path = os.path.join(out, "results.json")
+    if not os.path.exists(path):
+        raise ValueError(f"no results to read: {path!r} does not exist (run kaleido explore first)")
+    with open(path) as f:
+        return json.load(f)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
+    if args.summarize:
+        result = rerank(_read(args.out))
+        if not args.no_bounds:
+            result["window_bounds"] = window_bounds()
+        for path in write(result, args.out):
+            print(f"wrote {path}")
+        return 0
+    cands = quick_candidates() if args.quick else candidates()
+    if args.family:
+        known = sorted({c.family for c in candidates()})
+        unknown = [f for f in args.family if f not in known]
+        if unknown:
+            raise ValueError(f"unknown candidate family {unknown[0]!r}; known: {known}")
+        cands = [c for c in cands if c.family in args.family or c.name == "paper"]
+    if args.candidate:
+        known = [c.name for c in candidates()]
+        unknown = [n for n in args.candidate if n not in known]
+        if unknown:
+            raise ValueError(f"unknown candidate {unknown[0]!r}; known: {known}")
+        cands = [c for c in cands if c.name in args.candidate]
+    sets = {"tuning": TUNING} if args.quick else None
+    t0 = time.time()
+
+    def log(done, total, row):
+        print(
+            f"  [{time.time() - t0:6.1f} s] {done}/{total} {row['candidate']} on {row['workload']}: "
+            f"attention {row['attention_speedup']:.3f}x, Q K^T {row['qk_speedup']:.3f}x, {row['psnr']:.1f} dB",
+            flush=True,
+        )
+
+    result = explore(cands, sets, jobs=args.jobs, floor=args.floor, bounds=not args.no_bounds, log=log)
+    if args.merge:
+        result = merge(_read(args.out), result)
+    for path in write(result, args.out):
+        print(f"wrote {path}")
+    agg = result["aggregate"]
+    best = rank(agg, "tuning", require=tuple(result["sets"]))[0]
+    for name in dict.fromkeys(["paper", best]):
+        t = agg[name]["tuning"]
+        print(
+            f"{name}: tuning attention {t['attention_speedup']:.3f}x, Q K^T {t['qk_speedup']:.3f}x, "
+            f"PSNR min {t['psnr_min']:.1f} dB{'' if t['meets_floor'] else ' (below floor)'}"
+        )
+    print(f"{len(result['candidates'])} candidates in {result['seconds']:.0f} s on {result['jobs']} processes")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="kaleido explore", description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except (ValueError, TypeError) as err:
+        ap.exit(2, f"kaleido explore: error: {err}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

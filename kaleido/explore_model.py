@@ -1,0 +1,279 @@
+"""The cycle model, opened up for design exploration (issue 14).
+
+:func:`kaleido.model.run_model` models the built design. The explorer needs
+a few degrees of freedom the RTL does not have, so this module re-walks the
+same loop nest (:func:`kaleido.loopnest.batches`, passes row group outer,
+column group inner, dealt round-robin to the arrays) with the same timing
+(a phase costs ``max(1, slots)`` beats, ``pass_gap`` idle beats per pass,
+the last tile ``R + C`` cycles after the last beat) and the same need rule
+(:func:`kaleido.model.need_table`), and lets a candidate change:
+
+* the thresholds per channel group (:mod:`kaleido.golden.grouped`);
+* the unit order: ``"queue"`` (no scheduler), ``"lfsr"`` (the paper's
+  Hamming-clustering scheduler, :func:`kaleido.golden.loopnest.unit_order`)
+  or ``"greedy"`` (:func:`kaleido.golden.passaware.pass_aware_order`);
+* the issue granularity: ``"array"`` (the RTL: a channel goes to every PE
+  if any needs it) or ``"pe"`` (every PE streams only its own slots, the
+  pass ends when the slowest PE is done: the bound of any row, column or
+  PE issue mask, with no RTL behind it).
+
+With the paper's settings it equals :func:`kaleido.model.run_model` cycle
+for cycle (``tb/test_explore.py`` checks it), so the RTL-backed candidates
+are measured, and the others differ only in the one thing they change.
+P V follows :func:`kaleido.model.pv_cycles` with one FULL threshold per
+group and its query blocks dealt to the arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .checks import as_int8, check_grid, check_qk, check_split
+from .config import LFSR_SEED, KaleidoConfig, tile_latency
+from .encoding import Need, Phase
+from .golden.grouped import check_group_thresholds, class_histograms_grouped, grouped_follower_classes
+from .golden.loopnest import unit_order
+from .golden.ops import COSTS
+from .golden.passaware import pass_aware_order
+from .golden.pv import unit_full
+from .loopnest import batches, chunks, group_slices, unit_tags, units
+from .model import need_table, output_scaler_cycles, softmax_cycles
+
+__all__ = [
+    "ORDERS",
+    "ISSUES",
+    "QkTiming",
+    "match_slots",
+    "pass_beats",
+    "qk_timing",
+    "pv_timing",
+    "softmax_stage_cycles",
+    "SOFTMAX_LANES",
+]
+
+ORDERS = ("queue", "lfsr", "greedy")
+ISSUES = ("array", "pe")
+
+#: lanes of the softmax unit and output scaler in every candidate (the 4x4
+#: array's: one per column); the same unit serves the dense baseline, so it
+#: adds the same cycles to both sides of every comparison
+SOFTMAX_LANES = 4
+
+
+def _pack(mask: np.ndarray) -> np.ndarray:
+    """bool ``(..., n)`` -> uint64 with channel ``c`` at bit ``c``."""
+    n = mask.shape[-1]
+    if n > 64:
+        raise ValueError(f"a batch holds at most 64 channels, not {n}")
+    out = np.zeros(mask.shape[:-1], dtype=np.uint64)
+    for c in range(n):
+        out |= mask[..., c].astype(np.uint64) << np.uint64(c)
+    return out
+
+
+def match_slots(needs: np.ndarray, lookahead: int, matcher: bool = True) -> np.ndarray:
+    """Slot counts of need arrays ``(..., n)`` (:class:`Need` codes): the
+    golden matcher (:func:`kaleido.golden.matcher.match`) vectorised, or one
+    slot per non-SKIP channel with ``matcher=False``."""
+    needs = np.asarray(needs)
+    nonskip = needs != Need.SKIP
+    if not matcher or not (needs == Need.HALF).any():
+        return nonskip.sum(axis=-1, dtype=np.int64)
+    pending = _pack(nonskip)
+    half = _pack(needs == Need.HALF)
+    slots = np.zeros(pending.shape, dtype=np.int64)
+    one = np.uint64(1)
+    while True:
+        active = pending != 0
+        if not active.any():
+            return slots
+        head = pending & (~pending + one)
+        rest = pending & ~head
+        window = np.zeros_like(rest)
+        r = rest.copy()
+        for _ in range(lookahead):
+            low = r & (~r + one)
+            window |= low
+            r &= ~low
+        cand = window & half
+        partner = cand & (~cand + one)
+        dual = ((head & half) != 0) & (partner != 0)
+        pending = rest & ~np.where(dual, partner, np.uint64(0))
+        slots += active
+
+
+def _group_masks(tags: np.ndarray, size: int) -> np.ndarray:
+    """Per group of ``size`` units: the 4-bit set of tags present per channel;
+    padding units hold none."""
+    U, n = tags.shape
+    G = -(-U // size)
+    bits = np.zeros((G * size, n), dtype=np.uint8)
+    bits[:U] = np.left_shift(1, tags.astype(np.uint8))
+    return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
+
+
+def pass_beats(
+    tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True, issue: str = "array"
+) -> tuple[np.ndarray, list[int], list[int]]:
+    """Beats of every pass of one batch, int64 ``(row groups, column
+    groups)``, from the row and column units' tags in pass order, and the
+    beats and slots of each phase summed over the passes. ``issue`` in
+    :data:`ISSUES`."""
+    if issue not in ISSUES:
+        raise ValueError(f"issue must be one of {ISSUES}, not {issue!r}")
+    R, C = config.array_rows, config.array_cols
+    table = need_table(config.accumulators)
+    if issue == "array":
+        qm, km = _group_masks(tq, R), _group_masks(tk, C)
+    else:
+        qm, km = _group_masks(tq, 1), _group_masks(tk, 1)
+        qm = np.concatenate([qm, np.zeros((-len(qm) % R, qm.shape[1]), np.uint8)])
+        km = np.concatenate([km, np.zeros((-len(km) % C, km.shape[1]), np.uint8)])
+    Gr, Gc = -(-len(tq) // R), -(-len(tk) // C)
+    beats = np.zeros((Gr, Gc), dtype=np.int64)
+    phase_beats, phase_slots = [0, 0, 0, 0], [0, 0, 0, 0]
+    for phase in Phase:
+        slots = np.zeros((len(qm), len(km)), dtype=np.int64)
+        step = max(1, (1 << 22) // max(1, len(km) * qm.shape[1]))
+        for r0 in range(0, len(qm), step):
+            needs = table[phase][qm[r0 : r0 + step, None, :], km[None, :, :]]
+            slots[r0 : r0 + step] = match_slots(needs, config.lookahead, matcher)
+        if issue == "pe":
+            slots = slots.reshape(Gr, R, Gc, C).max(axis=(1, 3))
+        b = np.maximum(slots, 1)
+        beats += b
+        phase_beats[phase] += int(b.sum())
+        phase_slots[phase] += int(slots.sum())
+    return beats, phase_beats, phase_slots
+
+
+@dataclasses.dataclass
+class QkTiming:
+    """Q K^T of one head on ``arrays`` arrays: ``cycles`` and the dense
+    array's ``dense_cycles`` (same PEs), the array ``beats`` (idle beats
+    included), per-phase ``phase_beats``, the nibble multiplies ``ops``
+    (``dense``, ``hw``) and ``utilization`` (``hw / (2 R C beats)``)."""
+
+    cycles: int
+    dense_cycles: int
+    beats: int
+    phase_beats: list
+    ops: dict
+    utilization: float
+    passes: int
+
+    @property
+    def speedup(self) -> float:
+        return self.dense_cycles / self.cycles
+
+
+def qk_timing(
+    Q,
+    K,
+    grid,
+    split,
+    config: KaleidoConfig | None = None,
+    thresholds=None,
+    *,
+    order: str = "lfsr",
+    matcher: bool = True,
+    issue: str = "array",
+    arrays: int = 1,
+    pass_gap: int = 0,
+    window: int | None = None,
+) -> QkTiming:
+    """Model one head's ``Q K^T`` (see module doc). ``thresholds``: three
+    ``(F, P)`` pairs (t, x, y) or one, default the configuration's;
+    ``window``: the greedy order's window in units (default the batch)."""
+    grid, split = check_qk(Q, K, grid, split)
+    cfg = config or KaleidoConfig(split=tuple(split))
+    fp = check_group_thresholds((cfg.F, cfg.P) if thresholds is None else thresholds)
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
+    if not isinstance(arrays, int) or arrays < 1:
+        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    if not isinstance(pass_gap, int) or pass_gap < 0:
+        raise ValueError(f"pass_gap must be a non-negative integer, not {pass_gap!r}")
+    R, C = cfg.array_rows, cfg.array_cols
+    qcls = grouped_follower_classes(Q, grid, split, fp)
+    kcls = grouped_follower_classes(K, grid, split, fp)
+    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    per_array = np.zeros(arrays, dtype=np.int64)
+    phase_beats = [0, 0, 0, 0]
+    n_pass = 0
+    for batch in batches(cfg, grid, split):
+        tq, tk = unit_tags(batch.units, qcls, batch.channels), unit_tags(batch.units, kcls, batch.channels)
+        if order == "lfsr":
+            perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
+            perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
+            tq, tk = tq[perm_r], tk[perm_c]
+        elif order == "greedy":
+            tq, tk = tq[pass_aware_order(tq, R, window)], tk[pass_aware_order(tk, C, window)]
+        beats, pb, _ = pass_beats(tq, tk, cfg, matcher=matcher, issue=issue)
+        phase_beats = [a + b for a, b in zip(phase_beats, pb, strict=True)]
+        flat = beats.ravel() + pass_gap
+        idx = (n_pass + np.arange(flat.size)) % arrays
+        per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
+        n_pass += flat.size
+    n_tok, d = Q.shape
+    cycles = int(per_array.max()) + (1 if pass_gap else 0) + tile_latency(R - 1, C - 1)
+    dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
+    hq = class_histograms_grouped(Q, grid, split, fp)
+    hk = class_histograms_grouped(K, grid, split, fp)
+    kind = "hw4" if cfg.accumulators == 4 else "hw3"
+    ops = {k: int(np.einsum("cq,ck,qk->", hq, hk, COSTS[k])) for k in ("dense", kind)}
+    ops["hw"] = ops.pop(kind)
+    beats_total = int(per_array.sum())
+    return QkTiming(
+        cycles=cycles,
+        dense_cycles=dense_cycles,
+        beats=beats_total,
+        phase_beats=phase_beats,
+        ops=ops,
+        utilization=ops["hw"] / (2 * R * C * beats_total) if beats_total else 0.0,
+        passes=n_pass,
+    )
+
+
+def pv_timing(V, grid, split, config: KaleidoConfig | None = None, v_full=None, *, arrays: int = 1) -> dict:
+    """P V of one head (:func:`kaleido.model.pv_cycles`'s rule) with one FULL
+    threshold per group (``v_full``: one or three, default the
+    configuration's ``F``), the query blocks dealt to ``arrays`` arrays
+    (every block costs the same beats; more than one array is an estimate,
+    the RTL ``PvArray`` is one array). Returns ``cycles``, ``dense_cycles``,
+    ``beats``, ``dense_beats``."""
+    as_int8("V", V)
+    cfg = config or KaleidoConfig()
+    grid = check_grid(grid, V.shape[0])
+    split = check_split(split, V.shape[1])
+    fs = [cfg.F] * 3 if v_full is None else v_full
+    fs = [int(fs)] * 3 if isinstance(fs, (int, np.integer)) else [int(f) for f in fs]
+    check_group_thresholds([(f, f) for f in fs])
+    R, C = cfg.array_rows, cfg.array_cols
+    per_block = dense = 0
+    for (sl, axis), F in zip(group_slices(split), fs, strict=True):
+        u = units(grid, axis)
+        paired = u[:, 1] >= 0
+        full = unit_full(V, u, np.arange(sl.start, sl.stop), F)
+        for cs in chunks(sl.stop - sl.start, C):
+            single = ~paired | full[:, cs].all(axis=1)
+            per_block += 2 * len(u) - int(single.sum())
+            dense += 2 * len(u) - int((~paired).sum())
+    blocks = math.ceil(math.ceil(V.shape[0] / R) / arrays)
+    drain = tile_latency(R - 1, C - 1)
+    return {
+        "cycles": blocks * per_block + 1 + drain,
+        "dense_cycles": blocks * dense + 1 + drain,
+        "beats": blocks * per_block,
+        "dense_beats": blocks * dense,
+    }
+
+
+def softmax_stage_cycles(n: int, d: int) -> int:
+    """The softmax unit and output scaler on a head of ``n`` tokens and ``d``
+    channels with :data:`SOFTMAX_LANES` lanes (as
+    :func:`kaleido.model.attention_stages` on the 4x4 array)."""
+    return softmax_cycles(n, n, SOFTMAX_LANES) + output_scaler_cycles(n, d, SOFTMAX_LANES)
