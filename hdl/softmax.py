@@ -187,8 +187,8 @@ class SoftmaxUnit(wiring.Component):
     @property
     def latency(self) -> int:
         """Cycles from a second-traversal beat's transfer on ``s`` to its P
-        beat on ``p``: 4."""
-        return 4
+        beat on ``p``: 5."""
+        return 5
 
     @property
     def row_latency(self) -> int:
@@ -263,7 +263,7 @@ class SoftmaxUnit(wiring.Component):
             valid = Signal(name=f"{name}_valid")
             count = Signal(range(lanes + 1), name=f"{name}_count")
             last = Signal(name=f"{name}_last")
-            regs = [Signal(width, name=f"{name}_{i}") for i in range(lanes)]
+            regs = [Signal(width, name=f"{name}_{i}") for i in range(len(values))]
             with m.If(advance):
                 m.d.sync += [valid.eq(prev_valid), count.eq(prev_count), last.eq(prev_last)]
                 m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
@@ -274,9 +274,21 @@ class SoftmaxUnit(wiring.Component):
             "d", unsigned(W), take & second, beat.count, beat.last, [row_m - beat.values[i] for i in range(lanes)]
         )
         const = self.constant
-        v2, c2, l2, t2 = stage(
-            "t", range(t_max + 1), v1, c1, l1, [(d * const + (1 << (shift - 1))) >> shift for d in d1]
-        )
+        # d C as four partial products of halves, registered before they
+        # are summed and rounded (timing: a 23 x 24 multiplier spans several
+        # DSP blocks and their adders; a half-by-half product fits one)
+        hd, hc = (W + 1) // 2, (fmt.constant_bits + 1) // 2
+        c_lo, c_hi = const[:hc], const[hc:]
+        parts = []
+        for d in d1:
+            d_lo, d_hi = d[:hd], d[hd:]
+            parts += [d_lo * c_lo, d_lo * c_hi, d_hi * c_lo, d_hi * c_hi]
+        vp, cp, lp, pp = stage("dc", unsigned(hd + hc + 2), v1, c1, l1, parts)
+        prods = [
+            pp[4 * i] + (pp[4 * i + 1] << hc) + (pp[4 * i + 2] << hd) + (pp[4 * i + 3] << (hd + hc))
+            for i in range(lanes)
+        ]
+        v2, c2, l2, t2 = stage("t", range(t_max + 1), vp, cp, lp, [(x + (1 << (shift - 1))) >> shift for x in prods])
         exps = []
         n_bits = fmt.lut_width.bit_length()
         for t in t2:

@@ -696,7 +696,7 @@ def attention_stages(qk: ModelResult, V, grid, split=None, config: KaleidoConfig
 
 #: the RTL softmax unit's pipeline (``kaleido.hdl.softmax.SoftmaxUnit.latency``):
 #: cycles from a beat's transfer on ``s`` to its P beat on ``p``
-SOFTMAX_LATENCY = 4
+SOFTMAX_LATENCY = 5
 
 
 def _positive(name: str, value) -> int:

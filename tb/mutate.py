@@ -20,6 +20,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -299,17 +300,30 @@ def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) ->
     return dest
 
 
-def run(mutant: Mutant, work: str | os.PathLike, args: list[str] | None = None, jobs: int = 2) -> dict:
+def run(
+    mutant: Mutant, work: str | os.PathLike, args: list[str] | None = None, jobs: int = 2, timeout: float = 600
+) -> dict:
     """Apply ``mutant`` in ``work`` and run ``args`` (default the fast suite)
-    there; killed when pytest fails."""
+    there; killed when pytest fails, or when it runs past ``timeout``
+    seconds: a mutant that makes a simulation wait forever (a tile that
+    never drains) is a hang, which the suite's own run would report as a
+    failure only after its simulations' cycle limits, hours later."""
     tree = apply(mutant, work)
     cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *(args or FAST_SUITE)]
     t0 = time.time()
     env = {**os.environ, "PYTHONPATH": str(tree), "KALEIDO_SEED": os.environ.get("KALEIDO_SEED", "1")}
-    out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
-    tail = (out.stdout + out.stderr).strip().splitlines()[-3:]
+    proc = subprocess.Popen(
+        cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+        killed, tail = proc.returncode != 0, output.strip().splitlines()[-3:]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # pytest and its xdist workers
+        proc.communicate()
+        killed, tail = True, [f"timeout after {timeout:g} s (a hang)"]
     return {
-        "killed": out.returncode != 0,
+        "killed": killed,
         "seconds": round(time.time() - t0, 1),
         "area": mutant.area,
         "path": mutant.path,
@@ -322,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--timeout", type=float, default=600, help="seconds per mutant; past it the mutant is a hang: killed"
+    )
     ap.add_argument("--out", default="build/mutate/report.json")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
@@ -333,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {}
     work = pathlib.Path(args.out).parent / "tree"
     for m in todo:
-        report[m.name] = r = run(m, work, jobs=args.jobs)
+        report[m.name] = r = run(m, work, jobs=args.jobs, timeout=args.timeout)
         print(f"{m.name:24s} {'killed' if r['killed'] else 'SURVIVED':8s} {r['seconds']:6.1f} s  {m.area}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
     live = [r for r in report.values() if not r["equivalent"]]

@@ -139,7 +139,7 @@ def test_bad_parameters_are_named(make, error, message):
 
 
 def test_formula_regimes():
-    """The two regimes of the formula with the default format (D = 31: four
+    """The two regimes of the formula with the default format (D = 32: five
     pipeline stages to P, the row-sum register, 26 divider steps)."""
-    assert softmax_cycles(4, 10, 4) == 2 + 9 * 31 + 31
-    assert softmax_cycles(128, 10, 4) == 64 + 9 * 64 + 31
+    assert softmax_cycles(4, 10, 4) == 2 + 9 * 32 + 32
+    assert softmax_cycles(128, 10, 4) == 64 + 9 * 64 + 32
