@@ -29,8 +29,20 @@ __all__ = ["Mutant", "MUTANTS", "apply", "run", "FAST_SUITE"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-#: the fast suite, stopping at the first failure
-FAST_SUITE = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not rtl and not soak and not slow and not formal", "tb"]
+#: the fast suite, stopping at the first failure; a test running past
+#: ``TEST_TIMEOUT`` seconds fails (pytest-timeout): a mutant that makes a
+#: simulation wait forever is killed there, not hours later at its cycle limit
+TEST_TIMEOUT = 600
+FAST_SUITE = [
+    "-x",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    f"--timeout={TEST_TIMEOUT}",
+    "-m",
+    "not rtl and not soak and not slow and not formal",
+    "tb",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,13 +313,13 @@ def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) ->
 
 
 def run(
-    mutant: Mutant, work: str | os.PathLike, args: list[str] | None = None, jobs: int = 2, timeout: float = 600
+    mutant: Mutant, work: str | os.PathLike, args: list[str] | None = None, jobs: int = 2, timeout: float = 7200
 ) -> dict:
     """Apply ``mutant`` in ``work`` and run ``args`` (default the fast suite)
-    there; killed when pytest fails, or when it runs past ``timeout``
-    seconds: a mutant that makes a simulation wait forever (a tile that
-    never drains) is a hang, which the suite's own run would report as a
-    failure only after its simulations' cycle limits, hours later."""
+    there; killed when pytest fails. ``timeout`` (seconds) bounds the whole
+    run as a backstop: past it the run counts as a hang, killed. It must
+    exceed the whole suite's time on the machine, or a survivor would be
+    counted killed; single hung tests are caught by ``TEST_TIMEOUT``."""
     tree = apply(mutant, work)
     cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *(args or FAST_SUITE)]
     t0 = time.time()
