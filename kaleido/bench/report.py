@@ -996,7 +996,7 @@ def _exploration_source(rep):
             for row in csv.DictReader(f):
                 meta[row["candidate"]] = {"name": row["candidate"], "family": row["family"], "rtl": row["rtl"]}
                 agg.setdefault(row["candidate"], {})[row["set"]] = {
-                    k: (row[k] == "True" if k == "meets_floor" else float(row[k]))
+                    k: (row[k] == "True" if k == "meets_floor" else int(row[k]) if k == "heads" else float(row[k]))
                     for k in row
                     if k not in ("candidate", "set", "family", "rtl")
                 }
