@@ -28,7 +28,19 @@ from amaranth.lib.wiring import In
 
 from kaleido.config import KaleidoConfig
 
-__all__ = ["StreamHolds", "PEArithmetic", "PEPvArithmetic", "MatcherFunction", "Proof", "PROOFS", "run_sby"]
+__all__ = [
+    "Harness",
+    "StreamHolds",
+    "PEArithmetic",
+    "PEPvArithmetic",
+    "MatcherFunction",
+    "Proof",
+    "PROOFS",
+    "run_sby",
+    "covers",
+    "checked_steps",
+    "timed_out",
+]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -505,8 +517,8 @@ class SchedulerPartition(Harness):
     scheduler waits for a transfer), which keeps a whole window within a
     depth the solver reaches."""
 
-    def __init__(self, dut: wiring.Component, no_stall: bool = False):
-        self._no_stall = no_stall
+    def __init__(self, dut: wiring.Component, no_stall: bool = False, deep_covers: bool = True):
+        self._no_stall, self._deep_covers = no_stall, deep_covers
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
@@ -555,9 +567,13 @@ class SchedulerPartition(Harness):
                 with m.If(o.last):
                     m.d.sync += [loading.eq(1), count.eq(0), seen.eq(0), emitted.eq(0), prev.eq(0)]
                     m.d.sync += [f.eq(0) for f in fills]
+        if self._deep_covers:  # the longest windows: 57 and 46 cycles from reset
+            m.d.comb += [
+                Cover(o_fire & o.last & (count == W), "full_window"),
+                Cover(o_fire & o.last & (count == 1), "one_string_window"),
+            ]
         m.d.comb += [
-            Cover(o_fire & o.last & (count == W), "full_window"),
-            Cover(o_fire & o.last & (count == 1), "one_string_window"),
+            Cover(o_fire & o.last & (count == 8), "eight_string_window"),
             Cover(
                 o_fire & (o.cluster == K - 1) & (fills[0] != 0) & (fills[1] != 0) & (fills[2] != 0),
                 "four_nonempty_clusters",
@@ -588,6 +604,9 @@ class Proof:
     slow: bool = False
     #: for a BMC or cover: why the depth suffices
     why: str = ""
+    #: seconds before SymbiYosys stops a run; a BMC stopped without a
+    #: counterexample is reported ``timeout`` with the steps it checked
+    timeout: int | None = None
 
     @property
     def block(self) -> str:
@@ -777,17 +796,20 @@ PROOFS.update(
             mode="bmc",
             depth=_WINDOW + 2,
             slow=True,
+            timeout=1800,
             why=f"a 16-string window (batch 4): the longest first window from reset without stalls takes {_WINDOW} "
             "cycles (any m, the LFSR's draws from its seed), so the depth covers every window size completely; "
             "stalls are assumed away (one only repeats a LOAD or OUTPUT cycle waiting for a transfer)",
         ),
         "scheduler_cover": Proof(
             "scheduler_cover",
-            lambda: SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True),
+            lambda: SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True, deep_covers=False),
             mode="cover",
-            depth=_WINDOW + 2,
+            depth=44,
             slow=True,
-            why="the full-window cover, reached, shows the partition's depth takes in a whole window",
+            timeout=1200,
+            why="a window of 8 strings, the quickest with room for an empty cluster between nonempty ones, "
+            "ends 40 cycles from reset (3 m + 11 draws + 5)",
         ),
     }
 )
@@ -817,6 +839,21 @@ def covers(proof: Proof, workdir: str | os.PathLike) -> dict[str, int | None]:
     return found
 
 
+def checked_steps(proof: Proof, workdir: str | os.PathLike) -> int | None:
+    """A BMC run's progress from its log: the steps ``0 .. n - 1`` it checked
+    without a counterexample (``None``: no log)."""
+    log = pathlib.Path(workdir) / proof.name / "logfile.txt"
+    if not log.exists():
+        return None
+    steps = [int(s) for s in re.findall(r"Checking assertions in step (\d+)", log.read_text())]
+    return max(steps, default=0)
+
+
+def timed_out(log_tail: str) -> bool:
+    """The run was stopped by its timeout, with no counterexample."""
+    return "DONE (TIMEOUT" in log_tail and "failed assertion" not in log_tail
+
+
 def run_sby(proof: Proof, workdir: str | os.PathLike) -> tuple[bool, str]:
     """Emit ``proof``'s wrapper and run SymbiYosys on it in ``workdir``;
     returns ``(passed, the last lines of its log)``."""
@@ -824,7 +861,9 @@ def run_sby(proof: Proof, workdir: str | os.PathLike) -> tuple[bool, str]:
     work.mkdir(parents=True, exist_ok=True)
     (work / "top.il").write_text(_name_covers(rtlil.convert(proof.build(), name="top")))
     (work / f"{proof.name}.sby").write_text(
-        f"[options]\nmode {proof.mode}\ndepth {proof.depth}\n\n[engines]\nsmtbmc z3\n\n"
+        f"[options]\nmode {proof.mode}\ndepth {proof.depth}\n"
+        + (f"timeout {proof.timeout}\n" if proof.timeout else "")
+        + "\n[engines]\nsmtbmc z3\n\n"
         "[script]\nread_rtlil top.il\nprep -top top\n\n[files]\ntop.il\n"
     )
     bin_dir = pathlib.Path(sys.executable).parent
@@ -875,8 +914,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         ok, log, seconds, reached = results[name]
         p = PROOFS[name]
-        entry: dict[str, Any] = {"status": "pass" if ok else "fail", "engine": "smtbmc z3", "mode": p.mode}
+        status = "pass" if ok else "timeout" if timed_out(log) else "fail"
+        entry: dict[str, Any] = {"status": status, "engine": "smtbmc z3", "mode": p.mode}
         entry.update(depth=p.depth, seconds=round(seconds, 1))
+        if status == "timeout":
+            entry["checked_steps"] = checked_steps(p, os.path.join(root, name))
         if p.why:
             entry["why"] = p.why
         if p.mode == "cover":
@@ -884,7 +926,9 @@ def main(argv: list[str] | None = None) -> int:
             entry["steps"] = {c: step for c, step in reached.items() if step is not None}
         report.setdefault(p.block, {})[p.prop] = entry
         print(f"{name:28s} {entry['status']:5s} {p.mode:5s} depth {p.depth:2d} {seconds:7.1f} s", flush=True)
-        if not ok:
+        if status == "timeout":
+            print(f"  stopped after {p.timeout} s: no counterexample in steps 0 .. {entry['checked_steps'] - 1}")
+        elif not ok:
             failed.append(name)
             print(log)
     os.makedirs(root, exist_ok=True)
