@@ -657,7 +657,15 @@ PROOFS = {
     "pv_dispatcher_stream": Proof("pv_dispatcher_stream", _stream_holds("pv_dispatcher", ("beats",))),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
     "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),
-    "softmax_stream": Proof("softmax_stream", _stream_holds("softmax", ("p", "r")), slow=True),
+    "softmax_stream": Proof(
+        "softmax_stream",
+        _stream_holds("softmax", ("p", "r")),
+        mode="bmc",
+        depth=40,
+        slow=True,
+        why="k-induction at depth 8 does not converge: the 26-cycle divider's unreachable states break the step "
+        "case. Depth 40 covers a row beat, the divider and the handshake of its r",
+    ),
 }
 
 
@@ -741,6 +749,7 @@ PROOFS.update(
             lambda: PassDispatcherFlow(_dispatcher(SMALL_DISPATCH), framing=False),
             mode="bmc",
             depth=2 * _PASS + 2,
+            slow=True,
             why=f"batch {SMALL_DISPATCH.batch}, 2x2 array: a pass lasts at most {_PASS} cycles without stalls, so the "
             "depth covers two whole passes and the hand-over between them. k-induction does not converge: the "
             "next job's phase is not visible at the ports, so an unreachable value hides behind a stall of any length",
