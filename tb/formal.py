@@ -663,6 +663,7 @@ PROOFS = {
         mode="bmc",
         depth=40,
         slow=True,
+        timeout=1800,
         why="k-induction at depth 8 does not converge: the 26-cycle divider's unreachable states break the step "
         "case. Depth 40 covers a row beat, the divider and the handshake of its r",
     ),
