@@ -12,6 +12,7 @@ exact products of a FULL8 and of a DUAL_LO slot for every int8 operand.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import pathlib
 import re
@@ -517,8 +518,10 @@ class SchedulerPartition(Harness):
     scheduler waits for a transfer), which keeps a whole window within a
     depth the solver reaches."""
 
-    def __init__(self, dut: wiring.Component, no_stall: bool = False, deep_covers: bool = True):
-        self._no_stall, self._deep_covers = no_stall, deep_covers
+    def __init__(
+        self, dut: wiring.Component, no_stall: bool = False, deep_covers: bool = True, strings: int | None = None
+    ):
+        self._no_stall, self._deep_covers, self._strings = no_stall, deep_covers, strings
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
@@ -531,6 +534,8 @@ class SchedulerPartition(Harness):
         o = dut.o.payload
         loading = Signal(init=1)
         count = Signal(range(W + 1))
+        if self._strings is not None:  # windows of exactly this many strings
+            m.d.comb += Assume(dut.i.payload.last == (count == self._strings - 1))
         seen = Signal(W)
         fills = [Signal(range(W + 1), name=f"fill{j}") for j in range(K)]
         emitted = Signal(range(W + 1))
@@ -582,14 +587,20 @@ class SchedulerPartition(Harness):
         ]
 
 
-def scheduler_window_cycles(config: KaleidoConfig) -> int:
-    """The longest first window from reset with no stall (any ``m``):
-    ``schedule_cycles`` with the LFSR's draws from its seed."""
+def scheduler_window_cycles(config: KaleidoConfig, strings: int | None = None) -> int:
+    """Cycles of the first window from reset with no stall, of ``strings``
+    strings (default: the longest over every size): ``schedule_cycles``
+    (at most) with the LFSR's draws from its seed."""
     from kaleido.config import LFSR_SEED
     from kaleido.golden.scheduler import draw_pivots
 
     W = config.window("row")
-    return max(3 * m + draw_pivots(m, LFSR_SEED, W)[2] + 5 for m in range(1, W + 1))
+    sizes = range(1, W + 1) if strings is None else [strings]
+    return max(3 * m + draw_pivots(m, LFSR_SEED, W)[2] + 5 for m in sizes)
+
+
+def _scheduler_partition(strings: int) -> wiring.Component:
+    return SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True, strings=strings)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -800,17 +811,21 @@ PROOFS.update(
             depth=8,
             why="an unload of N^2 = 4 words",
         ),
-        "scheduler_partition": Proof(
-            "scheduler_partition",
-            lambda: SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True),
-            mode="bmc",
-            depth=_WINDOW + 2,
-            slow=True,
-            timeout=1800,
-            why=f"a 16-string window (batch 4): the longest first window from reset without stalls takes {_WINDOW} "
-            "cycles (any m, the LFSR's draws from its seed), so the depth covers every window size completely; "
-            "stalls are assumed away (one only repeats a LOAD or OUTPUT cycle waiting for a transfer)",
-        ),
+        **{
+            f"scheduler_partition_m{k}": Proof(
+                f"scheduler_partition_m{k}",
+                functools.partial(_scheduler_partition, k),
+                mode="bmc",
+                depth=scheduler_window_cycles(SMALL_SCHEDULER, k) + 2,
+                slow=True,
+                timeout=1800,
+                why=f"a window of {k} strings (16-string queue, batch 4), the first from reset without stalls, takes "
+                f"{scheduler_window_cycles(SMALL_SCHEDULER, k)} cycles (the LFSR's draws from its seed), so the depth "
+                "covers it completely with 2 cycles of margin; stalls are assumed away (one only repeats a LOAD or "
+                "OUTPUT cycle waiting for a transfer). One proof per window size keeps each within the solver's reach",
+            )
+            for k in range(1, SMALL_SCHEDULER.window("row") + 1)
+        },
         "scheduler_cover": Proof(
             "scheduler_cover",
             lambda: SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True, deep_covers=False),

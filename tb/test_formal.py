@@ -162,6 +162,8 @@ SEEDED = [
     ("detector_drops_pending", "detector_scoreboard"),  # lose a transfer
     # overwrite a tile that has not been read (slow: the 4x4 array in a scratch copy)
     pytest.param("array_ignores_hold", "array_drain", marks=pytest.mark.slow),
+    # clusters over capacity (make mutate's list): a window of 8 strings
+    pytest.param("scheduler_capacity", "scheduler_partition_m8", marks=pytest.mark.slow),
 ]
 
 
