@@ -918,7 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     mode, depth, seconds}}}``; exit 1 when one fails."""
     import argparse
     import json
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ap = argparse.ArgumentParser(description="make formal: SymbiYosys proofs")
     ap.add_argument("--only", default="")
@@ -934,37 +934,49 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {}
     failed = []
 
-    with ProcessPoolExecutor(args.jobs) as pool:
-        results = dict(zip(names, pool.map(_timed, names, [root] * len(names)), strict=True))
-    for name in names:
-        ok, log, seconds, reached = results[name]
-        p = PROOFS[name]
-        status = "pass" if ok else "timeout" if timed_out(log) else "fail"
-        entry: dict[str, Any] = {"status": status, "engine": "smtbmc z3", "mode": p.mode}
-        entry.update(depth=p.depth, seconds=round(seconds, 1))
-        if status == "timeout":
-            entry["checked_steps"] = checked_steps(p, os.path.join(root, name))
-        if p.why:
-            entry["why"] = p.why
-        if p.mode == "cover":
-            entry["covers"] = {c: ("reached" if step is not None else "unreached") for c, step in reached.items()}
-            entry["steps"] = {c: step for c, step in reached.items() if step is not None}
-        report.setdefault(p.block, {})[p.prop] = entry
-        print(f"{name:28s} {entry['status']:5s} {p.mode:5s} depth {p.depth:2d} {seconds:7.1f} s", flush=True)
-        if status == "timeout":
-            print(f"  stopped after {p.timeout} s: no counterexample in steps 0 .. {entry['checked_steps'] - 1}")
-        elif not ok:
-            failed.append(name)
-            print(log)
     os.makedirs(root, exist_ok=True)
-    if args.keep and os.path.exists(args.out):  # read now: another run may have written since this one started
-        with open(args.out) as f:
-            kept = json.load(f)
-        for block, props in report.items():
-            kept.setdefault(block, {}).update(props)
-        report = kept
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2)
+
+    def save() -> None:
+        """Write the report after each proof (merged into the file under a
+        lock with ``--keep``: another run may be writing it too)."""
+        import fcntl
+
+        with open(f"{args.out}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            merged = report
+            if args.keep and os.path.exists(args.out):
+                with open(args.out) as f:
+                    merged = json.load(f)
+                for block, props in report.items():
+                    merged.setdefault(block, {}).update(props)
+            with open(f"{args.out}.tmp", "w") as f:
+                json.dump(merged, f, indent=2)
+            os.replace(f"{args.out}.tmp", args.out)
+
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = {pool.submit(_timed, name, root): name for name in names}
+        for done in as_completed(futures):
+            name = futures[done]
+            ok, log, seconds, reached = done.result()
+            p = PROOFS[name]
+            status = "pass" if ok else "timeout" if timed_out(log) else "fail"
+            entry: dict[str, Any] = {"status": status, "engine": "smtbmc z3", "mode": p.mode}
+            entry.update(depth=p.depth, seconds=round(seconds, 1))
+            if status == "timeout":
+                entry["checked_steps"] = checked_steps(p, os.path.join(root, name))
+            if p.why:
+                entry["why"] = p.why
+            if p.mode == "cover":
+                entry["covers"] = {c: ("reached" if step is not None else "unreached") for c, step in reached.items()}
+                entry["steps"] = {c: step for c, step in reached.items() if step is not None}
+            report.setdefault(p.block, {})[p.prop] = entry
+            save()
+            print(f"{name:28s} {entry['status']:5s} {p.mode:5s} depth {p.depth:2d} {seconds:7.1f} s", flush=True)
+            if status == "timeout":
+                print(f"  stopped after {p.timeout} s: no counterexample in steps 0 .. {entry['checked_steps'] - 1}")
+            elif not ok:
+                failed.append(name)
+                print(log)
     print(f"{len(names) - len(failed)} of {len(names)} proofs pass; {args.out}")
     return 1 if failed else 0
 
