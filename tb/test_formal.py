@@ -9,7 +9,8 @@ from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from kaleido.tb.formal import PROOFS, Proof, StreamHolds, run_sby
+from kaleido.tb.formal import PROOFS, Harness, Proof, StreamHolds, checked_steps, covers, run_sby, timed_out
+from kaleido.tb.mutate import Mutant
 
 pytestmark = pytest.mark.formal
 
@@ -26,8 +27,22 @@ def _workdir(tmp_path, name):
     "name", [pytest.param(n, marks=[pytest.mark.slow] if p.slow else []) for n, p in PROOFS.items()]
 )
 def test_proof(name, tmp_path):
+    """Each proof passes (one with a timeout may instead stop there, with no
+    counterexample)."""
     passed, log = run_sby(PROOFS[name], _workdir(tmp_path, name))
-    assert passed, log
+    assert passed or (PROOFS[name].timeout and timed_out(log)), log
+
+
+def test_a_timeout_is_reported(tmp_path):
+    """A BMC stopped by its timeout is told apart from a failure, with the
+    steps it checked."""
+    import dataclasses
+
+    proof = dataclasses.replace(PROOFS["pass_dispatcher_stream"], name="stopped", timeout=3)
+    work = _workdir(tmp_path, "stopped")
+    passed, log = run_sby(proof, work)
+    assert not passed and timed_out(log), log
+    assert checked_steps(proof, work) < proof.depth
 
 
 class _Leaky(wiring.Component):
@@ -68,11 +83,87 @@ def test_report(tmp_path):
         main(["--only", "nope", "--out", out])
 
 
-#: seeded bugs (tb/mutate.py) and the proof each must make fail
+def test_report_covers(tmp_path):
+    """A cover run's entry names each cover and whether it was reached."""
+    import json
+
+    from kaleido.tb.formal import main
+
+    out = os.path.join(_workdir(tmp_path, "report"), "report.json")
+    assert main(["--only", "detector_cover", "--out", out, "--jobs", "1"]) == 0
+    entry = json.load(open(out))["detector"]["cover"]
+    assert entry["status"] == "pass" and entry["mode"] == "cover" and entry["why"]
+    assert entry["covers"] == {
+        c: "reached" for c in ("class_FULL", "class_PARTIAL", "class_NONE", "class_ABSENT", "stall", "back_to_back")
+    }
+
+
+class _Never(Harness):
+    """Covers on a register stage: one reachable, one not (a 2-bit payload
+    is never 4)."""
+
+    def check(self, m, dut):
+        from amaranth.hdl import Cover
+
+        m.d.comb += [
+            Cover(dut.o.valid & (dut.o.payload == 3), "three"),
+            Cover(dut.o.valid & (dut.o.payload == 4), "never"),
+        ]
+
+
+class _Reg(wiring.Component):
+    def __init__(self):
+        super().__init__({"i": In(stream.Signature(2)), "o": Out(stream.Signature(2))})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.o.ready | ~self.o.valid):
+            m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(self.i.payload)]
+        m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)
+        return m
+
+
+def test_an_unreachable_cover_is_found(tmp_path):
+    proof = Proof("never", lambda: _Never(_Reg()), mode="cover", depth=3)
+    work = _workdir(tmp_path, "never")
+    passed, log = run_sby(proof, work)
+    assert not passed, log
+    assert covers(proof, work) == {"three": 1, "never": None}
+
+
+#: seeded bugs for the later properties, beside ``make mutate``'s list
+#: (tb/mutate.py): each is one exact replacement, applied by its machinery
+FORMAL_MUTANTS = [
+    # the detector takes a pair while its register is full and stalled:
+    # the register keeps its pair (the stream rule still holds), the new
+    # one is lost
+    Mutant(
+        "detector_drops_pending",
+        "hdl/detector.py",
+        "m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)",
+        "m.d.comb += self.i.ready.eq(1)",
+        "stream handshake",
+    ),
+    # the array's hold no longer freezes the PEs: a tile not yet read leaves
+    Mutant(
+        "array_ignores_hold",
+        "hdl/array.py",
+        "m.submodules.core = EnableInserter(~self.hold)(core)",
+        "m.submodules.core = core",
+        "array drain",
+    ),
+]
+
+#: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
 SEEDED = [
     ("detector_ignores_ready", "detector_stream"),  # drop ready on one port
     ("decode_t0", "pe_full8_product"),  # change one decode entry
     ("matcher_merges_full", "matcher_function"),  # let the matcher merge a FULL channel
+    ("detector_drops_pending", "detector_scoreboard"),  # lose a transfer
+    # overwrite a tile that has not been read (slow: the 4x4 array in a scratch copy)
+    pytest.param("array_ignores_hold", "array_drain", marks=pytest.mark.slow),
+    # clusters over capacity (make mutate's list): a window of 8 strings
+    pytest.param("scheduler_capacity", "scheduler_partition_m8", marks=pytest.mark.slow),
 ]
 
 
@@ -86,7 +177,7 @@ def test_seeded_bug_fails_its_proof(mutant, proof, tmp_path):
 
     from kaleido.tb.mutate import MUTANTS, apply
 
-    tree = apply(next(m for m in MUTANTS if m.name == mutant), tmp_path / "tree")
+    tree = apply(next(m for m in [*MUTANTS, *FORMAL_MUTANTS] if m.name == mutant), tmp_path / "tree")
     out = subprocess.run(
         [
             sys.executable,
