@@ -33,7 +33,7 @@ help:
 	@echo "make report     regenerate docs/REPORT.md with plots and CSVs in docs/report/ (~20 s; ~100 s with SCALE-Sim:"
 	@echo "                it runs SCALE-Sim when build/scalesim-venv exists, else uses the committed docs/report/scalesim.csv)"
 	@echo "make explore    design exploration (issue 14): candidates ranked by speedup at 40 dB on tuning and held-out"
-	@echo "                workloads, every core -> build/explore/results.json, .csv, summary.md (~40 min on 2 cores; EXPLORE_ARGS=--quick: 15 s)"
+	@echo "                workloads, every core -> build/explore/results.json, .csv, summary.md (~40 min on 2 cores; EXPLORE_ARGS=--quick: 15 s, into build/explore/quick)"
 	@echo "make scalesim-venv  SCALE-Sim 3.0.0 (PyPI) in its own venv build/scalesim-venv, numpy < 2, pinned by"
 	@echo "                scripts/scalesim-constraints.txt (needs PyPI; the default tests do not)"
 	@echo "make capture-venv  the optional .[capture] extra (torch, diffusers) in its own venv build/capture-venv, pinned by"

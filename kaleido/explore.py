@@ -865,7 +865,12 @@ def write(result: dict, out: str) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="build/explore", help="folder for results.json, results.csv, summary.md")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder for results.json, results.csv, summary.md (default build/explore; with --quick "
+        "build/explore/quick, so a quick look never replaces the full run make report reads)",
+    )
     p.add_argument("--jobs", type=int, default=None, help="processes (default every core)")
     p.add_argument("--floor", type=float, default=FLOOR, help=f"PSNR floor in dB (default {FLOOR:g})")
     p.add_argument("--quick", action="store_true", help="a few candidates on the tuning set only (about a minute)")
@@ -891,6 +896,8 @@ def _read(out: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = os.path.join("build", "explore", "quick") if args.quick else os.path.join("build", "explore")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
     if args.summarize:

@@ -262,3 +262,12 @@ def test_merge_adds_candidates_and_reranks():
 
 def explore_small(cands):
     return explore(cands, {"tuning": (SMALL,)}, jobs=1, bounds=False)
+
+
+def test_a_quick_run_never_replaces_the_full_one(tmp_path, monkeypatch):
+    """``--quick`` writes to build/explore/quick by default: make report
+    reads build/explore/results.json, which a quick look must not replace."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["explore", "--quick", "--candidate", "paper", "--no-bounds", "--jobs", "1"]) == 0
+    assert (tmp_path / "build" / "explore" / "quick" / "results.json").exists()
+    assert not (tmp_path / "build" / "explore" / "results.json").exists()
