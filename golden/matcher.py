@@ -8,7 +8,7 @@ import numpy as np
 
 from ..encoding import Need, Phase, array_need, check_accumulators, pe_need
 
-__all__ = ["channel_needs", "match"]
+__all__ = ["channel_needs", "match", "match_slots"]
 
 # lookup tables [accumulators][phase, q, k] -> PeNeed, [phase, union] -> Need
 _NEED = {
@@ -67,3 +67,44 @@ def match(needs, lookahead: int = 4) -> list:
                 continue
         slots.append((head,))
     return slots
+
+
+def _pack(mask: np.ndarray) -> np.ndarray:
+    """bool ``(..., n)`` -> uint64 with channel ``c`` at bit ``c``."""
+    n = mask.shape[-1]
+    if n > 64:
+        raise ValueError(f"a batch holds at most 64 channels, not {n}")
+    out = np.zeros(mask.shape[:-1], dtype=np.uint64)
+    for c in range(n):
+        out |= mask[..., c].astype(np.uint64) << np.uint64(c)
+    return out
+
+
+def match_slots(needs, lookahead: int) -> np.ndarray:
+    """Slot counts of need arrays ``(..., n)`` (:class:`Need` codes):
+    :func:`match` vectorised over the leading axes, bit-parallel over the
+    channels (at most 64): the head is the lowest pending channel, and it
+    merges with the first HALF among the next ``lookahead`` pending ones
+    when both are HALF."""
+    needs = np.asarray(needs)
+    pending = _pack(needs != Need.SKIP)
+    half = _pack(needs == Need.HALF)
+    slots = np.zeros(pending.shape, dtype=np.int64)
+    one = np.uint64(1)
+    while True:
+        active = pending != 0
+        if not active.any():
+            return slots
+        head = pending & (~pending + one)
+        rest = pending & ~head
+        window = np.zeros_like(rest)
+        r = rest.copy()
+        for _ in range(lookahead):
+            low = r & (~r + one)
+            window |= low
+            r &= ~low
+        cand = window & half
+        partner = cand & (~cand + one)
+        dual = ((head & half) != 0) & (partner != 0)
+        pending = rest & ~np.where(dual, partner, np.uint64(0))
+        slots += active

@@ -36,11 +36,12 @@ from .config import LFSR_SEED, KaleidoConfig, tile_latency
 from .encoding import Need, Phase
 from .golden.grouped import check_group_thresholds, class_histograms_grouped, grouped_follower_classes
 from .golden.loopnest import unit_order
+from .golden.matcher import match_slots as golden_match_slots
 from .golden.ops import COSTS
 from .golden.passaware import pass_aware_order
 from .golden.pv import unit_full
 from .loopnest import batches, chunks, group_slices, unit_tags, units
-from .model import need_table, output_scaler_cycles, softmax_cycles
+from .model import group_masks, need_table, output_scaler_cycles, softmax_cycles
 
 __all__ = [
     "ORDERS",
@@ -63,56 +64,14 @@ ISSUES = ("array", "pe")
 SOFTMAX_LANES = 4
 
 
-def _pack(mask: np.ndarray) -> np.ndarray:
-    """bool ``(..., n)`` -> uint64 with channel ``c`` at bit ``c``."""
-    n = mask.shape[-1]
-    if n > 64:
-        raise ValueError(f"a batch holds at most 64 channels, not {n}")
-    out = np.zeros(mask.shape[:-1], dtype=np.uint64)
-    for c in range(n):
-        out |= mask[..., c].astype(np.uint64) << np.uint64(c)
-    return out
-
-
 def match_slots(needs: np.ndarray, lookahead: int, matcher: bool = True) -> np.ndarray:
     """Slot counts of need arrays ``(..., n)`` (:class:`Need` codes): the
-    golden matcher (:func:`kaleido.golden.matcher.match`) vectorised, or one
-    slot per non-SKIP channel with ``matcher=False``."""
+    golden matcher vectorised (:func:`kaleido.golden.matcher.match_slots`),
+    or one slot per non-SKIP channel with ``matcher=False``."""
     needs = np.asarray(needs)
-    nonskip = needs != Need.SKIP
     if not matcher or not (needs == Need.HALF).any():
-        return nonskip.sum(axis=-1, dtype=np.int64)
-    pending = _pack(nonskip)
-    half = _pack(needs == Need.HALF)
-    slots = np.zeros(pending.shape, dtype=np.int64)
-    one = np.uint64(1)
-    while True:
-        active = pending != 0
-        if not active.any():
-            return slots
-        head = pending & (~pending + one)
-        rest = pending & ~head
-        window = np.zeros_like(rest)
-        r = rest.copy()
-        for _ in range(lookahead):
-            low = r & (~r + one)
-            window |= low
-            r &= ~low
-        cand = window & half
-        partner = cand & (~cand + one)
-        dual = ((head & half) != 0) & (partner != 0)
-        pending = rest & ~np.where(dual, partner, np.uint64(0))
-        slots += active
-
-
-def _group_masks(tags: np.ndarray, size: int) -> np.ndarray:
-    """Per group of ``size`` units: the 4-bit set of tags present per channel;
-    padding units hold none."""
-    U, n = tags.shape
-    G = -(-U // size)
-    bits = np.zeros((G * size, n), dtype=np.uint8)
-    bits[:U] = np.left_shift(1, tags.astype(np.uint8))
-    return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
+        return (needs != Need.SKIP).sum(axis=-1, dtype=np.int64)
+    return golden_match_slots(needs, lookahead)
 
 
 def pass_beats(
@@ -127,9 +86,9 @@ def pass_beats(
     R, C = config.array_rows, config.array_cols
     table = need_table(config.accumulators)
     if issue == "array":
-        qm, km = _group_masks(tq, R), _group_masks(tk, C)
+        qm, km = group_masks(tq, R), group_masks(tk, C)
     else:
-        qm, km = _group_masks(tq, 1), _group_masks(tk, 1)
+        qm, km = group_masks(tq, 1), group_masks(tk, 1)
         qm = np.concatenate([qm, np.zeros((-len(qm) % R, qm.shape[1]), np.uint8)])
         km = np.concatenate([km, np.zeros((-len(km) % C, km.shape[1]), np.uint8)])
     Gr, Gc = -(-len(tq) // R), -(-len(tk) // C)

@@ -77,6 +77,7 @@ __all__ = [
     "PvTiming",
     "pv_cycles",
     "load_cycles",
+    "group_masks",
     "attention_stages",
     "SOFTMAX_LATENCY",
     "softmax_cycles",
@@ -239,7 +240,7 @@ class ModelResult:
         return dataclasses.asdict(self)
 
 
-def _group_masks(tags, size):
+def group_masks(tags, size):
     """Per group of ``size`` units: uint8 ``(groups, n)`` class masks; the
     padding units that complete the last group hold no class."""
     U, n = tags.shape
@@ -285,8 +286,8 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
     deal = ((np.arange(A)[:, None] + np.arange(A)[None, :]) % A).ravel()  # (row residue, column residue) -> array
     for index, (tq, tk) in enumerate(tags):
         n_ch = tq.shape[1]
-        qm = _group_masks(tq, R)  # (Gr, n)
-        km = _group_masks(tk, C)  # (Gc, n)
+        qm = group_masks(tq, R)  # (Gr, n)
+        km = group_masks(tk, C)  # (Gc, n)
         Gr, Gc = len(qm), len(km)
         if 64 * Gr * Gc >= 1 << 53:
             raise ValueError(f"{Gr} x {Gc} passes in one batch exceed the model's exact float64 sums")

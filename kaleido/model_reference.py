@@ -18,7 +18,8 @@ import numpy as np
 from . import model
 from .config import KaleidoConfig
 from .encoding import Need, Phase
-from .model import VARIANTS, need_table
+from .golden.matcher import match_slots
+from .model import VARIANTS, group_masks, need_table
 
 __all__ = ["walk_reference", "reference_walk"]
 
@@ -34,51 +35,6 @@ def reference_walk() -> Iterator[None]:
         yield
     finally:
         model._walk = fast
-
-
-def _group_masks(tags, size):
-    """Per group of ``size`` units: uint8 ``(groups, n)`` class masks; the
-    padding units that complete the last group hold no class."""
-    U, n = tags.shape
-    G = -(-U // size)
-    bits = np.zeros((G * size, n), dtype=np.uint8)
-    bits[:U] = np.left_shift(1, tags.astype(np.uint8))
-    return np.bitwise_or.reduce(bits.reshape(G, size, n), axis=1)
-
-
-def _pack_bits(mask):
-    """bool ``(..., n)`` -> uint32 with channel ``c`` at bit ``c``."""
-    packed = np.packbits(mask, axis=-1, bitorder="little")
-    out = np.zeros(mask.shape[:-1], dtype=np.uint32)
-    for i in range(packed.shape[-1]):
-        out |= packed[..., i].astype(np.uint32) << np.uint32(8 * i)
-    return out
-
-
-def _match_slots(ns, hm, lookahead):
-    """Vectorised golden matcher: slot counts for need masks (``ns`` non-SKIP
-    bits, ``hm`` HALF bits, channel 0 = bit 0)."""
-    pending = ns.astype(np.uint32).copy()
-    hm = hm.astype(np.uint32)
-    slots = np.zeros(pending.shape, dtype=np.int64)
-    one = np.uint32(1)
-    while True:
-        active = pending != 0
-        if not active.any():
-            return slots
-        head = pending & (~pending + one)
-        rest = pending & ~head
-        win = np.zeros_like(rest)
-        r = rest.copy()
-        for _ in range(lookahead):
-            low = r & (~r + one)
-            win |= low
-            r &= ~low
-        cand = win & hm
-        partner = cand & (~cand + one)
-        dual = ((head & hm) != 0) & (partner != 0)
-        pending = rest & ~np.where(dual, partner, np.uint32(0))
-        slots += active
 
 
 def _separability(t):
@@ -99,7 +55,7 @@ def _slots(needs, use_match, lookahead):
     nonskip = needs != Need.SKIP
     channels = nonskip.sum(axis=-1, dtype=np.int64)
     if use_match and (needs == Need.HALF).any():
-        return _match_slots(_pack_bits(nonskip), _pack_bits(needs == Need.HALF), lookahead), channels
+        return match_slots(needs, lookahead), channels
     return channels, channels
 
 
@@ -123,8 +79,8 @@ def walk_reference(
     batch_beats = []
     for index, (tq, tk) in enumerate(tags):
         n_ch = tq.shape[1]
-        qm = _group_masks(tq, R)  # (Gr, n)
-        km = _group_masks(tk, C)  # (Gc, n)
+        qm = group_masks(tq, R)  # (Gr, n)
+        km = group_masks(tk, C)  # (Gc, n)
         Gr, Gc = len(qm), len(km)
         beats = np.zeros((Gr, Gc), dtype=np.int64)
         for phase in Phase:
