@@ -110,6 +110,120 @@ def _lane_mask(count, lanes: int) -> list:
     return [Const(i, range(lanes + 1)) < count for i in range(lanes)]
 
 
+def _valid_lanes(values, count, lanes: int, width: int) -> list:
+    """The lanes of a score beat, lanes ``count ..`` replaced by the most
+    negative score (so they never win a maximum)."""
+    in_lane = _lane_mask(count, lanes)
+    return [Mux(in_lane[i], values[i], -(1 << (width - 1))) for i in range(lanes)]
+
+
+def _beat_max(vals: list):
+    """The maximum of a beat's lanes: every pair compared at once (one
+    comparator level, where a balanced tree had log2(lanes) in series): a
+    lane at least as large as every other is a maximum, and maxima are
+    equal, so the OR of the lanes that are maxima is the maximum (timing)."""
+    out = Const(0, len(vals[0]))
+    for i, v in enumerate(vals):
+        top = Const(1)
+        for j, w in enumerate(vals):
+            if j != i:
+                top = top & (v >= w)
+        out = out | Mux(top, v.as_unsigned(), 0)
+    return out.as_signed()
+
+
+def _exp_pipeline(m: Module, fmt: SoftmaxFormat, lanes: int, width: int, constant, advance, valid, diffs, tags):
+    """The exponential pipeline shared by :class:`SoftmaxUnit` and
+    :class:`TileSoftmax`: ``diffs`` (``m - s`` per lane, ``>= 0`` on valid
+    lanes) with ``valid`` and ``tags`` (``(name, shape, value)``, carried
+    beside the data; ``count`` masks the lanes) into four registered stages,
+    all moving when ``advance``: ``d`` | ``d C`` as four partial products
+    | ``t`` | ``e``. Returns the last stage's valid, its tags by name and
+    the P values (comb, lanes ``count ..`` 0), for the caller's ``p``
+    register."""
+    shift = fmt.exp_frac_bits - fmt.lut_bits
+    t_max = (((1 << width) - 1) * ((1 << fmt.constant_bits) - 1) + (1 << (shift - 1))) >> shift
+    lut = Array(Const(v, fmt.lut_width + 1) for v in fmt.exp2_table())
+
+    def stage(name: str, shape, prev_valid, prev_tags, values):
+        valid = Signal(name=f"{name}_valid")
+        held = [(tag, tshape, Signal(tshape, name=f"{name}_{tag}")) for tag, tshape, _ in prev_tags]
+        regs = [Signal(shape, name=f"{name}_{i}") for i in range(len(values))]
+        with m.If(advance):
+            m.d.sync += valid.eq(prev_valid)
+            m.d.sync += [h.eq(v) for (_, _, h), (_, _, v) in zip(held, prev_tags, strict=True)]
+            m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
+        return valid, held, regs
+
+    # d = m - s >= 0 (invalid lanes: anything, masked at the end)
+    v1, g1, d1 = stage("d", unsigned(width), valid, tags, diffs)
+    # d C as four partial products of halves, registered before they
+    # are summed and rounded (timing: a 23 x 24 multiplier spans several
+    # DSP blocks and their adders; a half-by-half product fits one)
+    hd, hc = (width + 1) // 2, (fmt.constant_bits + 1) // 2
+    c_lo, c_hi = constant[:hc], constant[hc:]
+    parts = []
+    for d in d1:
+        d_lo, d_hi = d[:hd], d[hd:]
+        parts += [d_lo * c_lo, d_lo * c_hi, d_hi * c_lo, d_hi * c_hi]
+    vp, gp, pp = stage("dc", unsigned(hd + hc + 2), v1, g1, parts)
+    prods = [
+        pp[4 * i] + (pp[4 * i + 1] << hc) + (pp[4 * i + 2] << hd) + (pp[4 * i + 3] << (hd + hc)) for i in range(lanes)
+    ]
+    v2, g2, t2 = stage("t", range(t_max + 1), vp, gp, [(x + (1 << (shift - 1))) >> shift for x in prods])
+    exps = []
+    n_bits = fmt.lut_width.bit_length()
+    for t in t2:
+        n, k = t >> fmt.lut_bits, t[: fmt.lut_bits]
+        exps.append(Mux(n <= fmt.lut_width, lut[k] >> n[:n_bits], 0))
+    v3, g3, e3 = stage("e", unsigned(fmt.lut_width + 1), v2, g2, exps)
+    out_tags = {tag: sig for tag, _, sig in g3}
+    mask3 = _lane_mask(out_tags["count"], lanes)
+    ps = [Mux(mask3[i], (e3[i] * fmt.p_max + (1 << (fmt.lut_width - 1))) >> fmt.lut_width, 0) for i in range(lanes)]
+    return v3, out_tags, ps
+
+
+def _reciprocal(m: Module, fmt: SoftmaxFormat, z_width: int, load, z, r_valid, r_taken):
+    """The restoring divider shared by :class:`SoftmaxUnit` and
+    :class:`TileSoftmax`: ``load`` takes ``z`` and starts ``floor(2^recip_bits
+    / z)``, one quotient bit a cycle (``recip_width`` cycles), then sets
+    ``r_valid`` (cleared by ``r_taken``). Returns the quotient and the
+    divisor (``z``) registers."""
+    Q = fmt.recip_width
+    numerator = 1 << fmt.recip_bits
+    rem0, low = numerator >> Q, numerator & ((1 << Q) - 1)
+    rem = Signal(max(z_width + 1, rem0.bit_length()))
+    divisor = Signal(z_width)
+    bits = Signal(Q)  # the numerator's bits still to bring down, MSB first
+    quotient = Signal(Q)
+    steps = Signal(range(Q + 1))
+    running = Signal()
+    trial = Signal(len(rem) + 1)
+    m.d.comb += trial.eq((rem << 1) | bits[Q - 1])
+    with m.If(r_taken):
+        m.d.sync += r_valid.eq(0)
+    with m.If(running):
+        fits = trial >= divisor
+        m.d.sync += [
+            rem.eq(Mux(fits, trial - divisor, trial)),
+            quotient.eq((quotient << 1) | fits),
+            bits.eq(bits << 1),
+            steps.eq(steps - 1),
+        ]
+        with m.If(steps == 1):
+            m.d.sync += [running.eq(0), r_valid.eq(1)]
+    with m.If(load):
+        m.d.sync += [
+            divisor.eq(z),
+            rem.eq(rem0),
+            bits.eq(low),
+            quotient.eq(0),
+            steps.eq(Q),
+            running.eq(1),
+        ]
+    return quotient, divisor
+
+
 class SoftmaxUnit(wiring.Component):
     """Row softmax of integer scores, ``lanes`` scores per beat.
 
@@ -200,11 +314,7 @@ class SoftmaxUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, lanes, W = self._fmt, self._lanes, self._width
-        shift = fmt.exp_frac_bits - fmt.lut_bits
-        Q = fmt.recip_width
         z_width = _z_width(fmt, self._max_tokens)
-        t_max = (((1 << W) - 1) * ((1 << fmt.constant_bits) - 1) + (1 << (shift - 1))) >> shift
-        lut = Array(Const(v, fmt.lut_width + 1) for v in fmt.exp2_table())
 
         beat = self.s.payload
         second = Signal()  # 0: the max traversal, 1: the exponential traversal
@@ -229,22 +339,7 @@ class SoftmaxUnit(wiring.Component):
             m.d.sync += second.eq(~second)
 
         # ---- first traversal: the row's maximum -------------------------------
-        in_lane = _lane_mask(beat.count, lanes)
-        lane_vals = [Mux(in_lane[i], beat.values[i], -(1 << (W - 1))) for i in range(lanes)]
-
-        def tree(vals):
-            # every pair compared at once (one comparator level, where a
-            # balanced tree had log2(lanes) in series): a lane at least as
-            # large as every other is a maximum, and maxima are equal, so
-            # the OR of the lanes that are maxima is the maximum (timing)
-            out = Const(0, len(vals[0]))
-            for i, v in enumerate(vals):
-                top = Const(1)
-                for j, w in enumerate(vals):
-                    if j != i:
-                        top = top & (v >= w)
-                out = out | Mux(top, v.as_unsigned(), 0)
-            return out.as_signed()
+        lane_vals = _valid_lanes(beat.values, beat.count, lanes, W)
 
         # the beat's maximum is registered (pending) and folded into row_max
         # the next cycle; m is row_max with the pending beat folded in, so the
@@ -256,51 +351,24 @@ class SoftmaxUnit(wiring.Component):
         m.d.comb += row_m.eq(Mux(pending & (pending_first | (beat_max > row_max)), beat_max, row_max))
         m.d.sync += [pending.eq(take & ~second), row_max.eq(row_m)]
         with m.If(take & ~second):
-            m.d.sync += [beat_max.eq(tree(lane_vals)), pending_first.eq(first), first.eq(beat.last)]
+            m.d.sync += [beat_max.eq(_beat_max(lane_vals)), pending_first.eq(first), first.eq(beat.last)]
 
         # ---- second traversal: the exponential pipeline -------------------------
-        def stage(name: str, width, prev_valid, prev_count, prev_last, values):
-            valid = Signal(name=f"{name}_valid")
-            count = Signal(range(lanes + 1), name=f"{name}_count")
-            last = Signal(name=f"{name}_last")
-            regs = [Signal(width, name=f"{name}_{i}") for i in range(len(values))]
-            with m.If(advance):
-                m.d.sync += [valid.eq(prev_valid), count.eq(prev_count), last.eq(prev_last)]
-                m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
-            return valid, count, last, regs
-
-        # d = m - s >= 0 (invalid lanes: anything, masked at the end)
-        v1, c1, l1, d1 = stage(
-            "d", unsigned(W), take & second, beat.count, beat.last, [row_m - beat.values[i] for i in range(lanes)]
+        v3, tags, ps = _exp_pipeline(
+            m,
+            fmt,
+            lanes,
+            W,
+            self.constant,
+            advance,
+            take & second,
+            [row_m - beat.values[i] for i in range(lanes)],
+            [("count", range(lanes + 1), beat.count), ("last", 1, beat.last)],
         )
-        const = self.constant
-        # d C as four partial products of halves, registered before they
-        # are summed and rounded (timing: a 23 x 24 multiplier spans several
-        # DSP blocks and their adders; a half-by-half product fits one)
-        hd, hc = (W + 1) // 2, (fmt.constant_bits + 1) // 2
-        c_lo, c_hi = const[:hc], const[hc:]
-        parts = []
-        for d in d1:
-            d_lo, d_hi = d[:hd], d[hd:]
-            parts += [d_lo * c_lo, d_lo * c_hi, d_hi * c_lo, d_hi * c_hi]
-        vp, cp, lp, pp = stage("dc", unsigned(hd + hc + 2), v1, c1, l1, parts)
-        prods = [
-            pp[4 * i] + (pp[4 * i + 1] << hc) + (pp[4 * i + 2] << hd) + (pp[4 * i + 3] << (hd + hc))
-            for i in range(lanes)
-        ]
-        v2, c2, l2, t2 = stage("t", range(t_max + 1), vp, cp, lp, [(x + (1 << (shift - 1))) >> shift for x in prods])
-        exps = []
-        n_bits = fmt.lut_width.bit_length()
-        for t in t2:
-            n, k = t >> fmt.lut_bits, t[: fmt.lut_bits]
-            exps.append(Mux(n <= fmt.lut_width, lut[k] >> n[:n_bits], 0))
-        v3, c3, l3, e3 = stage("e", unsigned(fmt.lut_width + 1), v2, c2, l2, exps)
-
-        mask3 = _lane_mask(c3, lanes)
-        ps = [Mux(mask3[i], (e3[i] * fmt.p_max + (1 << (fmt.lut_width - 1))) >> fmt.lut_width, 0) for i in range(lanes)]
+        l3 = tags["last"]
         out = self.p.payload
         with m.If(advance):
-            m.d.sync += [self.p.valid.eq(v3), out.count.eq(c3), out.last.eq(l3)]
+            m.d.sync += [self.p.valid.eq(v3), out.count.eq(tags["count"]), out.last.eq(l3)]
             m.d.sync += [out.values[i].eq(ps[i]) for i in range(lanes)]
 
         # ---- the row sum and the divider ---------------------------------------
@@ -319,38 +387,8 @@ class SoftmaxUnit(wiring.Component):
         with m.If(p_new):
             m.d.sync += z_acc.eq(Mux(p_new_last, 0, z_row))
 
-        numerator = 1 << fmt.recip_bits
-        rem0, low = numerator >> Q, numerator & ((1 << Q) - 1)
-        rem = Signal(max(z_width + 1, rem0.bit_length()))
-        divisor = Signal(z_width)
-        bits = Signal(Q)  # the numerator's bits still to bring down, MSB first
-        quotient = Signal(Q)
-        steps = Signal(range(Q + 1))
-        running = Signal()
-        trial = Signal(len(rem) + 1)
-        m.d.comb += trial.eq((rem << 1) | bits[Q - 1])
+        quotient, divisor = _reciprocal(m, fmt, z_width, load, z_row, self.r.valid, r_taken)
         m.d.comb += [self.r.payload.r.eq(quotient), self.r.payload.z.eq(divisor)]
-        with m.If(r_taken):
-            m.d.sync += self.r.valid.eq(0)
-        with m.If(running):
-            fits = trial >= divisor
-            m.d.sync += [
-                rem.eq(Mux(fits, trial - divisor, trial)),
-                quotient.eq((quotient << 1) | fits),
-                bits.eq(bits << 1),
-                steps.eq(steps - 1),
-            ]
-            with m.If(steps == 1):
-                m.d.sync += [running.eq(0), self.r.valid.eq(1)]
-        with m.If(load):
-            m.d.sync += [
-                divisor.eq(z_row),
-                rem.eq(rem0),
-                bits.eq(low),
-                quotient.eq(0),
-                steps.eq(Q),
-                running.eq(1),
-            ]
         return m
 
 
