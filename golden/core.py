@@ -27,7 +27,15 @@ from .pv import v_effective
 from .reuse import effective, exact_matmul
 from .softmax import exp2_table, head_constant
 
-__all__ = ["TileStats", "tile_operands", "core_attention", "memory_image", "beats_per_row"]
+__all__ = [
+    "TileStats",
+    "tile_operands",
+    "core_attention",
+    "memory_image",
+    "beats_per_row",
+    "TileSoftmaxResult",
+    "tile_softmax",
+]
 
 
 @dataclasses.dataclass
@@ -146,3 +154,41 @@ def core_attention(
         out[qb.tokens] = (acc * r[:, None] + (1 << (shift - 1))) >> shift
         stats.bytes_written += 2 * acc.size
     return out, stats
+
+
+@dataclasses.dataclass(frozen=True)
+class TileSoftmaxResult:
+    """One query tile's softmax over its key tiles, as the attention core
+    computes it: the row maxima ``m`` after pass 1, the P tile of every key
+    tile (int64, rows x keys of that tile), the row sums ``z`` and the
+    reciprocals ``r`` (int64 ``(rows,)``)."""
+
+    m: np.ndarray
+    p: list[np.ndarray]
+    z: np.ndarray
+    r: np.ndarray
+
+
+def tile_softmax(s_tiles, constant: int, fmt: SoftmaxFormat | None = None) -> TileSoftmaxResult:
+    """The softmax of one query tile from its S tiles (one integer array of
+    rows x keys per key tile, in walk order) and the head's constant ``C``:
+    pass 1 folds each tile's row maxima into ``m``; pass 2 computes ``p``
+    with the final ``m`` and adds the row sums; then ``r = floor(2^recip_bits
+    / z)``. The same numbers as :func:`core_attention` (and as
+    :func:`~kaleido.golden.softmax.fixed_softmax` of the tiles side by side:
+    every sum is exact, so the tiling changes no value)."""
+    fmt = fmt or SoftmaxFormat()
+    tiles = [np.asarray(s) for s in s_tiles]
+    if not tiles:
+        raise ValueError("s_tiles must hold at least one key tile's S tile, not none")
+    for j, s in enumerate(tiles):
+        if s.ndim != 2 or not np.issubdtype(s.dtype, np.integer) or s.shape[1] < 1:
+            raise ValueError(f"S tile {j} must be a 2-D integer array with at least one key, not {s.dtype} {s.shape!r}")
+        if s.shape[0] != tiles[0].shape[0]:
+            raise ValueError(f"S tile {j} has {s.shape[0]} rows; the query tile has {tiles[0].shape[0]}")
+    m = tiles[0].max(axis=1).astype(np.int64)
+    for s in tiles[1:]:  # pass 1
+        m = np.maximum(m, s.max(axis=1))
+    p = [_exp(m[:, None] - s.astype(np.int64), constant, fmt) for s in tiles]  # pass 2
+    z = sum(x.sum(axis=1) for x in p)
+    return TileSoftmaxResult(m, p, z, (1 << fmt.recip_bits) // z)

@@ -23,7 +23,7 @@ from .pe import KaleidoPE
 from .pv_array import PvArray
 from .pv_dispatcher import PvDispatcher
 from .scheduler import Scheduler
-from .softmax import OutputScaler, SoftmaxUnit
+from .softmax import OutputScaler, SoftmaxUnit, TileSoftmax
 from .window_detector import WindowDetector
 
 __all__ = ["DESIGNS", "emit", "module_name"]
@@ -44,6 +44,7 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "engine": KaleidoEngine,  # also takes grid= (an elaboration parameter)
     "softmax": SoftmaxUnit,  # default SoftmaxFormat, lanes = array_cols
     "output_scaler": OutputScaler,
+    "tile_softmax": TileSoftmax,  # default format, lanes = array_cols, rows = CoreConfig().tile_tokens
 }
 
 #: designs whose factory takes ``grid=`` as well as the configuration

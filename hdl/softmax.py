@@ -12,21 +12,26 @@ from __future__ import annotations
 
 from amaranth import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig, SoftmaxFormat, signed_width
+from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat, signed_width
 from ._common import as_config
 
 __all__ = [
     "MAX_TOKENS",
     "default_acc_width",
     "SoftmaxUnit",
+    "TileSoftmax",
     "OutputScaler",
     "score_beat_layout",
     "p_beat_layout",
     "recip_layout",
     "scaler_in_layout",
     "scaler_out_layout",
+    "tile_score_layout",
+    "tile_p_layout",
+    "tile_recip_layout",
 ]
 
 #: the longest row (tokens) the row sum ``z`` and the scaler's default
@@ -467,4 +472,284 @@ class OutputScaler(wiring.Component):
             for i in range(lanes):
                 scaled = (products[i] + (1 << (shift - 1))) >> shift
                 m.d.sync += out.values[i].eq(Mux(mask[i], scaled, 0))
+        return m
+
+
+def tile_score_layout(width: int, lanes: int, rows: int) -> data.StructLayout:
+    """One beat of a segment of a query tile's scores (one row against one
+    key tile): ``values``, ``count`` and ``last`` as in
+    :func:`score_beat_layout` (``last`` ends the segment); ``row``, the row
+    in the query tile (``0 .. rows - 1``); ``phase`` (0: max, 1: exp);
+    ``first`` and ``final``: the segment's key tile is the query tile's
+    first or final one. ``row``, ``phase``, ``first`` and ``final`` are the
+    segment's and must stay the same on all its beats."""
+    return data.StructLayout(
+        {
+            "values": data.ArrayLayout(signed(width), lanes),
+            "count": range(lanes + 1),
+            "last": 1,
+            "row": range(rows),
+            "phase": 1,
+            "first": 1,
+            "final": 1,
+        }
+    )
+
+
+def tile_p_layout(fmt: SoftmaxFormat, lanes: int, rows: int) -> data.StructLayout:
+    """One beat of P of a segment: :func:`p_beat_layout` with the segment's
+    ``row``, ``first`` and ``final`` (what the P V accumulator needs: the
+    first key tile initialises a row's O, the final one completes it)."""
+    return data.StructLayout(
+        {
+            "values": data.ArrayLayout(unsigned(fmt.p_bits), lanes),
+            "count": range(lanes + 1),
+            "last": 1,
+            "row": range(rows),
+            "first": 1,
+            "final": 1,
+        }
+    )
+
+
+def tile_recip_layout(fmt: SoftmaxFormat, rows: int, max_tokens: int = MAX_TOKENS) -> data.StructLayout:
+    """One row's reciprocal ``r``, its sum ``z`` and its ``row`` in the query tile."""
+    return data.StructLayout(
+        {"r": unsigned(fmt.recip_width), "z": unsigned(_z_width(fmt, max_tokens)), "row": range(rows)}
+    )
+
+
+class TileSoftmax(wiring.Component):
+    """The softmax of a query tile walked over key tiles (issue 13,
+    docs/SOFTMAX.md, "RTL: the tiled softmax"): the row state (maximum
+    ``m``, sum ``z``) of every row of the query tile in two memories of
+    ``rows`` words, each with one synchronous read port and one write port.
+
+    Parameters
+    ----------
+    config : KaleidoConfig
+        Scores are ``config.buffer_width()`` signed bits; ``lanes``
+        defaults to ``config.array_cols``.
+    fmt : SoftmaxFormat
+    lanes : int
+    rows : int
+        Rows of a query tile (the row-state memories' depth); defaults to
+        ``CoreConfig().tile_tokens``.
+    max_tokens : int
+        The longest row (all key tiles); sizes ``z``.
+
+    Ports
+    -----
+    ``constant`` (in): the head's ``C``, as for :class:`SoftmaxUnit`.
+    ``s`` (in stream, :func:`tile_score_layout`): segments, one row against
+    one key tile each. Pass 1 (``phase`` 0) sends every row's segment of
+    every key tile; pass 2 (``phase`` 1) sends them again. ``first``
+    marks the first key tile of the query tile (a max segment initialises
+    the row's ``m``, an exp segment its ``z``), ``final`` the last one (an
+    exp segment's end starts the divider). ``p`` (out stream,
+    :func:`tile_p_layout`): one beat per exp beat. ``r`` (out stream,
+    :func:`tile_recip_layout`): one word per exp segment of the final key
+    tile, in order.
+
+    A max beat's maximum is registered as it is taken and folded into the
+    row's ``m`` the next cycle (stage ``R``), written at the segment's end.
+    An exp beat reads ``m`` as it is taken and, in stage ``R``, enters the
+    exponential pipeline of :class:`SoftmaxUnit` with ``d = m - s``; its P
+    beat is on ``p`` :attr:`latency` cycles after it was taken. The cycle
+    after a P beat enters the ``p`` register, its lane sum is added to the
+    row's ``z`` (read from memory on the segment's first beat, 0 on the
+    first key tile) and written at the segment's end. Each memory forwards
+    its last write (row and value) to a read of the same row, so a row that
+    comes back before its write lands never sees a stale word and never
+    waits. One divider, as in :class:`SoftmaxUnit`: the last beat of a
+    final-key-tile exp segment is not taken until the previous ``r`` is
+    taken (or is taken in the same cycle); ``r`` is valid
+    :attr:`row_latency` cycles after that beat is taken.
+    """
+
+    def __init__(
+        self,
+        config: KaleidoConfig | None = None,
+        fmt: SoftmaxFormat | None = None,
+        lanes: int | None = None,
+        rows: int | None = None,
+        *,
+        max_tokens: int = MAX_TOKENS,
+    ):
+        config = as_config(config)
+        self._fmt = _check_fmt(fmt)
+        self._lanes = _check_count("lanes", lanes, config.array_cols)
+        self._rows = _check_count("rows", rows, CoreConfig().tile_tokens)
+        self._max_tokens = _check_count("max_tokens", max_tokens, MAX_TOKENS)
+        self._width = config.buffer_width()
+        super().__init__(
+            {
+                "constant": In(unsigned(self._fmt.constant_bits)),
+                "s": In(stream.Signature(tile_score_layout(self._width, self._lanes, self._rows))),
+                "p": Out(stream.Signature(tile_p_layout(self._fmt, self._lanes, self._rows))),
+                "r": Out(stream.Signature(tile_recip_layout(self._fmt, self._rows, self._max_tokens))),
+            }
+        )
+
+    @property
+    def lanes(self) -> int:
+        return self._lanes
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    @property
+    def fmt(self) -> SoftmaxFormat:
+        return self._fmt
+
+    @property
+    def score_width(self) -> int:
+        return self._width
+
+    @property
+    def latency(self) -> int:
+        """Cycles from an exp beat's transfer on ``s`` to its P beat on
+        ``p``: 6 (stage ``R``, where ``m`` is read, then the five of
+        :class:`SoftmaxUnit`)."""
+        return 6
+
+    @property
+    def row_latency(self) -> int:
+        """Cycles from the transfer of a final-key-tile exp segment's last
+        beat to its ``r``: :attr:`latency`, the row-sum register, then
+        ``fmt.recip_width`` divider steps."""
+        return self.latency + 1 + self._fmt.recip_width
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, lanes, W, rows = self._fmt, self._lanes, self._width, self._rows
+        z_width = _z_width(fmt, self._max_tokens)
+        beat, out = self.s.payload, self.p.payload
+
+        m.submodules.row_max = row_max = Memory(shape=signed(W), depth=rows, init=[])
+        m.submodules.row_sum = row_sum = Memory(shape=unsigned(z_width), depth=rows, init=[])
+        m_rd, m_wr = row_max.read_port(), row_max.write_port()
+        z_rd, z_wr = row_sum.read_port(), row_sum.write_port()
+
+        # ---- handshakes ------------------------------------------------------
+        advance = Signal()  # the exponential pipeline moves
+        reserved = Signal()  # the divider belongs to a row (last beat taken, r not yet taken)
+        r_taken = Signal()
+        # stage R: the beat taken last cycle, beside its row's word of row_max
+        r_valid, r_exp, r_last, r_start = Signal(), Signal(), Signal(), Signal()
+        r_first, r_final = Signal(), Signal()
+        r_row = Signal(range(rows))
+        r_count = Signal(range(lanes + 1))
+        r_values = [Signal(signed(W), name=f"r_value{i}") for i in range(lanes)]
+        r_beat_max = Signal(signed(W))
+        r_moves = Signal()  # stage R takes the next beat (a max beat leaves at once)
+        divides = beat.phase & beat.final & beat.last
+        m.d.comb += [
+            advance.eq(~self.p.valid | self.p.ready),
+            r_taken.eq(self.r.valid & self.r.ready),
+            r_moves.eq(~r_valid | ~r_exp | advance),
+            self.s.ready.eq(r_moves & (~divides | ~reserved | r_taken)),
+        ]
+        take = self.s.valid & self.s.ready
+        with m.If(r_taken):
+            m.d.sync += reserved.eq(0)
+        with m.If(take & divides):
+            m.d.sync += reserved.eq(1)
+        inside = Signal()  # a segment's beats were taken, its last one not yet
+        with m.If(take):
+            m.d.sync += inside.eq(~beat.last)
+        with m.If(r_moves):
+            m.d.sync += [
+                r_valid.eq(take),
+                r_exp.eq(beat.phase),
+                r_last.eq(beat.last),
+                r_start.eq(~inside),
+                r_first.eq(beat.first),
+                r_final.eq(beat.final),
+                r_row.eq(beat.row),
+                r_count.eq(beat.count),
+                r_beat_max.eq(_beat_max(_valid_lanes(beat.values, beat.count, lanes, W))),
+            ]
+            m.d.sync += [r.eq(beat.values[i]) for i, r in enumerate(r_values)]
+        m.d.comb += [m_rd.addr.eq(beat.row), m_rd.en.eq(take)]
+
+        # ---- row_max: the last write forwarded --------------------------------
+        # A read misses only the write of the cycle it is issued in, and that
+        # is the memory's last write: the bypass holds it (row and value)
+        m_fwd_valid = Signal()
+        m_fwd_row = Signal(range(rows))
+        m_fwd = Signal(signed(W))
+        row_m = Signal(signed(W))  # the row's m as stage R sees it
+        m.d.comb += row_m.eq(Mux(m_fwd_valid & (m_fwd_row == r_row), m_fwd, m_rd.data))
+
+        # ---- pass 1: fold the segment's maximum into m -------------------------
+        seg_max = Signal(signed(W))  # the maximum so far of the segment in R
+        base = Signal(signed(W))
+        folded = Signal(signed(W))
+        m.d.comb += [
+            base.eq(Mux(r_start, row_m, seg_max)),
+            folded.eq(Mux((r_start & r_first) | (r_beat_max > base), r_beat_max, base)),
+        ]
+        fold = r_valid & ~r_exp
+        with m.If(fold):
+            m.d.sync += seg_max.eq(folded)
+        m.d.comb += [m_wr.addr.eq(r_row), m_wr.data.eq(folded), m_wr.en.eq(fold & r_last)]
+        with m.If(fold & r_last):
+            m.d.sync += [m_fwd_valid.eq(1), m_fwd_row.eq(r_row), m_fwd.eq(folded)]
+
+        # ---- pass 2: the exponential pipeline, from stage R ----------------------
+        v3, tags, ps = _exp_pipeline(
+            m,
+            fmt,
+            lanes,
+            W,
+            self.constant,
+            advance,
+            r_valid & r_exp,
+            [row_m - r_values[i] for i in range(lanes)],
+            [
+                ("count", range(lanes + 1), r_count),
+                ("last", 1, r_last),
+                ("row", range(rows), r_row),
+                ("first", 1, r_first),
+                ("final", 1, r_final),
+            ],
+        )
+        with m.If(advance):
+            m.d.sync += [self.p.valid.eq(v3)]
+            m.d.sync += [out.values[i].eq(ps[i]) for i in range(lanes)]
+            m.d.sync += [out[name].eq(tags[name]) for name in ("count", "last", "row", "first", "final")]
+        # the row's z is read as the beat enters the p register
+        m.d.comb += [z_rd.addr.eq(tags["row"]), z_rd.en.eq(advance & v3)]
+
+        # ---- the row sum, the cycle after the P beat is loaded ------------------
+        p_new = Signal()
+        m.d.sync += p_new.eq(advance & v3)
+        z_fwd_valid = Signal()
+        z_fwd_row = Signal(range(rows))
+        z_fwd = Signal(z_width)
+        z_old = Signal(z_width)  # the row's z before this segment
+        m.d.comb += z_old.eq(Mux(z_fwd_valid & (z_fwd_row == out.row), z_fwd, z_rd.data))
+        z_inside = Signal()  # a segment's P beats were summed, its last one not yet
+        z_acc = Signal(z_width)
+        z_row = Signal(z_width)
+        beat_sum = Signal(z_width)
+        m.d.comb += [
+            beat_sum.eq(sum(out.values[i] for i in range(lanes))),
+            z_row.eq(Mux(z_inside, z_acc, Mux(out.first, 0, z_old)) + beat_sum),
+        ]
+        with m.If(p_new):
+            m.d.sync += [z_acc.eq(z_row), z_inside.eq(~out.last)]
+        m.d.comb += [z_wr.addr.eq(out.row), z_wr.data.eq(z_row), z_wr.en.eq(p_new & out.last)]
+        with m.If(p_new & out.last):
+            m.d.sync += [z_fwd_valid.eq(1), z_fwd_row.eq(out.row), z_fwd.eq(z_row)]
+
+        # ---- the divider -----------------------------------------------------------
+        load = p_new & out.last & out.final
+        quotient, divisor = _reciprocal(m, fmt, z_width, load, z_row, self.r.valid, r_taken)
+        div_row = Signal(range(rows))
+        with m.If(load):
+            m.d.sync += div_row.eq(out.row)
+        m.d.comb += [self.r.payload.r.eq(quotient), self.r.payload.z.eq(divisor), self.r.payload.row.eq(div_row)]
         return m

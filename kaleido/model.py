@@ -82,6 +82,8 @@ __all__ = [
     "SOFTMAX_LATENCY",
     "softmax_cycles",
     "output_scaler_cycles",
+    "TILE_SOFTMAX_LATENCY",
+    "tile_softmax_cycles",
 ]
 
 #: paper variants: (scheduler, matcher)
@@ -742,3 +744,50 @@ def load_cycles(beats: int, mem_latency: int) -> int:
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be a positive integer, not {v!r}")
     return int(beats) + int(mem_latency)
+
+
+#: the RTL tiled softmax's pipeline (``kaleido.hdl.softmax.TileSoftmax.latency``):
+#: cycles from an exp beat's transfer on ``s`` to its P beat on ``p``
+TILE_SOFTMAX_LATENCY = 6
+
+
+def tile_softmax_cycles(walk, lanes: int, fmt: SoftmaxFormat | None = None) -> int:
+    """Exact cycles of the RTL tiled softmax (``kaleido.hdl.softmax.TileSoftmax``)
+    with no stalls, for query tiles walked back to back: ``walk`` holds one
+    ``(rows, keys)`` per query tile, ``keys`` the key count of each of its
+    key tiles in walk order. Counted from the first transfer on ``s`` to
+    the last transfer on ``p`` or ``r``, both counted (docs/SOFTMAX.md,
+    "RTL: the tiled softmax").
+
+    A query tile sends every row's segment of every key tile twice (pass 1,
+    then pass 2), ``b_j = ceil(keys_j / lanes)`` beats a segment, one beat a
+    cycle; the row state's forwarding never stalls. Only the divider does:
+    the last beat of a final-key-tile segment waits until the previous row's
+    ``r`` leaves, ``D = TILE_SOFTMAX_LATENCY + 1 + recip_width`` cycles after
+    that row's last beat, so for one query tile of ``R`` rows and final
+    segments of ``b_T`` beats: ``R (2 sum_j b_j - b_T) + b_T + (R - 1)
+    max(b_T, D) + D``."""
+    fmt = fmt or SoftmaxFormat()
+    lanes = _positive("lanes", lanes)
+    divide = TILE_SOFTMAX_LATENCY + 1 + fmt.recip_width
+    tiles = list(walk)
+    if not tiles:
+        raise ValueError("walk must hold at least one query tile, not none")
+    t = -1  # the cycle the last beat was taken in
+    last_div: int | None = None  # ... and the last final-key-tile segment's last beat
+    end = 0
+    for rows, keys in tiles:
+        rows = _positive("rows", rows)
+        keys = list(keys)
+        if not keys:
+            raise ValueError("keys must hold at least one key tile's key count, not none")
+        beats = [-(-_positive("keys", k) // lanes) for k in keys]
+        t += rows * sum(beats)  # pass 1
+        t += rows * sum(beats[:-1])  # pass 2 before the final key tile
+        for _ in range(rows):
+            t += beats[-1]
+            if last_div is not None:
+                t = max(t, last_div + divide)
+            last_div = t
+        end = max(end, t + TILE_SOFTMAX_LATENCY, t + divide)
+    return end + 1

@@ -30,7 +30,7 @@ from kaleido.tb.driver import expected_drains, pe_beat
 from kaleido.tb.kit import Backend, simulate
 from kaleido.tb.linear_cases import window_detector_case
 from kaleido.tb.passes import make_workload, pass_words, random_pass
-from kaleido.tb.softmax_cases import scaler_case, softmax_bench, softmax_case
+from kaleido.tb.softmax_cases import scaler_case, softmax_bench, softmax_case, tile_softmax_case
 
 __all__ = ["Case", "BLOCKS", "SIMULATORS", "ref", "rtl", "bench", "stimulus"]
 
@@ -47,13 +47,15 @@ BLOCKS = {
     "linear": "dispatched_array",
     "softmax": "softmax",
     "output_scaler": "output_scaler",
+    "tile_softmax": "tile_softmax",
 }
 SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
 _STREAM_CASES.update({"softmax": (softmax_case, 10), "output_scaler": (scaler_case, 12)})  # rows
 _STREAM_CASES["window_detector"] = (window_detector_case, 150)
+_STREAM_CASES["tile_softmax"] = (tile_softmax_case, 3)  # query tiles
 #: stream blocks with their own bench (not one ``i`` -> ``o`` stream)
-_OWN_BENCHES = {"softmax": softmax_bench}
+_OWN_BENCHES = {"softmax": softmax_bench, "tile_softmax": softmax_bench}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from kaleido.config import KaleidoConfig, SoftmaxFormat
+from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from kaleido.golden.core import tile_softmax
 from kaleido.golden.softmax import fixed_attention, fixed_softmax, head_constant
 from kaleido.hdl.softmax import (
     default_acc_width,
@@ -29,6 +30,9 @@ from kaleido.hdl.softmax import (
     scaler_in_layout,
     scaler_out_layout,
     score_beat_layout,
+    tile_p_layout,
+    tile_recip_layout,
+    tile_score_layout,
 )
 from kaleido.tb.benches import STREAM_DRAIN
 from kaleido.tb.driver import Packer
@@ -44,6 +48,9 @@ __all__ = [
     "SoftmaxRun",
     "softmax_run",
     "softmax_bench",
+    "random_query_tile",
+    "tile_softmax_words",
+    "tile_softmax_case",
 ]
 
 
@@ -207,3 +214,80 @@ async def softmax_bench(be: Backend, inputs: Any, *, in_stall="none", out_stall=
     """:func:`softmax_run`'s outputs, JSON-shaped like the expected ones."""
     res = await softmax_run(be, inputs, in_stall=in_stall, out_stall=out_stall, seed=seed)
     return {"p": res.p, "r": res.r}
+
+
+def random_query_tile(
+    rng: np.random.Generator, rows: int, keys: Sequence[int], width: int, constant: int
+) -> list[np.ndarray]:
+    """The S tiles (``rows`` x ``keys[j]``, int64) of one query tile
+    against its key tiles: a random spread of 0.5 to 10^6 base-2 exponent
+    units (some rows all but underflow), a tenth of the time the score
+    range's extremes."""
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    total = int(sum(keys))
+    if rng.random() < 0.1:
+        full = rng.choice([lo, hi, lo + 1, hi - 1], (rows, total)).astype(np.int64)
+    else:
+        span = float(rng.choice([0.5, 4.0, 20.0, 40.0, 1e6]))
+        spread = int(min(max(span * (1 << 20) / constant, 1), hi - lo))
+        base = int(rng.integers(lo, hi - spread + 1))
+        full = rng.integers(base, base + spread + 1, (rows, total)).astype(np.int64)
+    return np.split(full, np.cumsum(keys)[:-1], axis=1)
+
+
+def tile_softmax_words(
+    tiles: Sequence[Sequence[np.ndarray]],
+    constant: int,
+    fmt: SoftmaxFormat,
+    lanes: int,
+    width: int,
+    capacity: int,
+    rng: np.random.Generator,
+) -> tuple[dict, dict]:
+    """Inputs ``{"constant", "words"}`` and expected outputs ``{"p", "r"}``
+    of :class:`~kaleido.hdl.softmax.TileSoftmax` (``capacity`` rows) for
+    query tiles, each a list of S tiles in key-tile order, from
+    :func:`~kaleido.golden.core.tile_softmax`. The walk of a query tile:
+    pass 1 (phase 0) then pass 2 (phase 1), each over the key tiles, each
+    key tile row by row, one segment per row."""
+    pack_s = Packer(tile_score_layout(width, lanes, capacity))
+    pack_p, pack_r = Packer(tile_p_layout(fmt, lanes, capacity)), Packer(tile_recip_layout(fmt, capacity))
+    words, p_words, r_words = [], [], []
+    for s_tiles in tiles:
+        sm = tile_softmax(s_tiles, constant, fmt)
+        n_rows, last_tile = s_tiles[0].shape[0], len(s_tiles) - 1
+        for phase in (0, 1):
+            for j, s in enumerate(s_tiles):
+                tags = {("phase",): phase, ("first",): int(j == 0), ("final",): int(j == last_tile)}
+                for row in range(n_rows):
+                    for values, count, last in row_beats(s[row], lanes, rng, 1 << (width - 1)):
+                        vals = {("values", i): v for i, v in enumerate(values)}
+                        words.append(pack_s({("count",): count, ("last",): last, ("row",): row, **tags, **vals}))
+                    if not phase:
+                        continue
+                    p = [int(x) for x in sm.p[j][row]]
+                    for start in range(0, len(p), lanes):
+                        part = p[start : start + lanes]
+                        vals = {("values", i): v for i, v in enumerate(part + [0] * (lanes - len(part)))}
+                        last = int(start + lanes >= len(p))
+                        flags = {("first",): int(j == 0), ("final",): int(j == last_tile)}
+                        p_words.append(pack_p({("count",): len(part), ("last",): last, ("row",): row, **flags, **vals}))
+        r_words += [pack_r({("r",): int(sm.r[i]), ("z",): int(sm.z[i]), ("row",): i}) for i in range(n_rows)]
+    return {"constant": constant, "words": words}, {"p": p_words, "r": r_words}
+
+
+def tile_softmax_case(cfg: KaleidoConfig, rng: np.random.Generator, n_tiles: int = 3, source: str = "random"):
+    """``(inputs, expected)`` of the tiled softmax (default format, lanes
+    ``cfg.array_cols``, the default capacity of ``CoreConfig().tile_tokens``
+    rows): ``n_tiles`` query tiles walked back to back, the first of one
+    row and the second of two (a row comes back before its write lands),
+    then 1 to 6 rows; 1 to 4 key tiles each, of 1 to ``3 lanes + 3`` keys
+    (partial tiles, segments of one beat), one random constant."""
+    fmt, lanes, width = SoftmaxFormat(), cfg.array_cols, cfg.buffer_width()
+    constant = head_constant(random_scale(rng, fmt), fmt)
+    tiles = []
+    for i in range(n_tiles):
+        rows = (1, 2)[i] if i < 2 else int(rng.integers(1, 7))
+        keys = [int(k) for k in rng.integers(1, 3 * lanes + 4, int(rng.integers(1, 5)) if i else 3)]
+        tiles.append(random_query_tile(rng, rows, keys, width, constant))
+    return tile_softmax_words(tiles, constant, fmt, lanes, width, CoreConfig().tile_tokens, rng)
