@@ -69,12 +69,27 @@ def test_other_formats_and_lanes_are_bit_exact(fmt, lanes, seed):
 @pytest.mark.parametrize("stalls", [("none", "none"), ("random", "random")])
 def test_a_row_back_before_its_write_lands(rows, stalls, seed):
     """A query tile of one or two rows in a memory of as many words, with
-    segments of one beat over eight key tiles: each row comes back in the
-    cycle its previous write lands or the next (a read that would miss the
-    write without forwarding), in both passes; then a second query tile
-    reuses the rows (the first key tile's initialisation)."""
-    shapes = [(rows, [1, 2, 1, 4, 1, 1, 3, 1]), (rows, [4, 1, 2])]
-    expected, got = _run(shapes, FORMATS[0], 4, rows, seed, stalls)
+    segments of one beat over eight key tiles, then a second query tile on
+    the same rows (the first key tile's initialisation). Scores rise along
+    every row by a quarter of a base-2 exponent unit a key, so every
+    segment raises the row's maximum and adds a nonzero sum: a write missed
+    by a read changes ``m`` or ``z``. With one row, each segment comes back
+    in the cycle its previous write lands (in both passes: the read misses
+    it and the forwarding must supply it); with two rows, the forwarding
+    must not hand a row the other row's write."""
+    rng = np.random.default_rng(seed)
+    fmt, lanes, width = FORMATS[0], 4, CFG.buffer_width()
+    constant = 1 << 16  # one score is 1/16 of a base-2 exponent unit
+    step = 4
+    tiles = []
+    for keys in ([1, 2, 1, 4, 1, 1, 3, 1], [4, 1, 2]):
+        base = rng.integers(-(1 << 20), 1 << 20, (rows, 1))
+        full = base + step * np.arange(sum(keys)) + rng.integers(0, step, (rows, sum(keys)))
+        tiles.append(np.split(full.astype(np.int64), np.cumsum(keys)[:-1], axis=1))
+    inputs, expected = tile_softmax_words(tiles, constant, fmt, lanes, width, rows, rng)
+    assert min(min(int(x.min()) for x in tile_softmax(t, constant, fmt).p) for t in tiles) > 0
+    run = functools.partial(softmax_run, inputs=inputs, in_stall=stalls[0], out_stall=stalls[1], seed=seed)
+    got = simulate(TileSoftmax(CFG, fmt, lanes, rows), run)
     assert {"p": got.p, "r": got.r} == expected
 
 
