@@ -277,6 +277,21 @@ MUTANTS = [
         '"meets_floor": min(psnr) >= floor - 10,',
         "exploration",
     ),
+    # the tiled softmax's row state (issue 13)
+    Mutant(
+        "tile_softmax_forward",
+        "hdl/softmax.py",
+        "m.d.comb += row_m.eq(Mux(m_fwd_valid & (m_fwd_row == r_row), m_fwd, m_rd.data))",
+        "m.d.comb += row_m.eq(m_rd.data)",
+        "softmax row state",
+    ),
+    Mutant(
+        "tile_softmax_first_z",
+        "hdl/softmax.py",
+        "z_row.eq(Mux(z_inside, z_acc, Mux(out.first, 0, z_old)) + beat_sum),",
+        "z_row.eq(Mux(z_inside, z_acc, z_old) + beat_sum),",
+        "softmax row state",
+    ),
 ]
 
 
