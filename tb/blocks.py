@@ -53,7 +53,7 @@ SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
 _STREAM_CASES.update({"softmax": (softmax_case, 10), "output_scaler": (scaler_case, 12)})  # rows
 _STREAM_CASES["window_detector"] = (window_detector_case, 150)
-_STREAM_CASES["tile_softmax"] = (tile_softmax_case, 3)  # query tiles
+_STREAM_CASES["tile_softmax"] = (tile_softmax_case, 4)  # query tiles
 #: stream blocks with their own bench (not one ``i`` -> ``o`` stream)
 _OWN_BENCHES = {"softmax": softmax_bench, "tile_softmax": softmax_bench}
 

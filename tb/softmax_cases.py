@@ -276,7 +276,7 @@ def tile_softmax_words(
     return {"constant": constant, "words": words}, {"p": p_words, "r": r_words}
 
 
-def tile_softmax_case(cfg: KaleidoConfig, rng: np.random.Generator, n_tiles: int = 3, source: str = "random"):
+def tile_softmax_case(cfg: KaleidoConfig, rng: np.random.Generator, n_tiles: int = 4, source: str = "random"):
     """``(inputs, expected)`` of the tiled softmax (default format, lanes
     ``cfg.array_cols``, the default capacity of ``CoreConfig().tile_tokens``
     rows): ``n_tiles`` query tiles walked back to back, the first of one
