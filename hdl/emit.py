@@ -19,6 +19,7 @@ from .detector import ReuseDetector
 from .dispatched_array import DispatchedArray
 from .engine import KaleidoEngine
 from .matcher import Matcher
+from .o_accumulator import OAccumulator
 from .pe import KaleidoPE
 from .pv_array import PvArray
 from .pv_dispatcher import PvDispatcher
@@ -45,6 +46,7 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "softmax": SoftmaxUnit,  # default SoftmaxFormat, lanes = array_cols
     "output_scaler": OutputScaler,
     "tile_softmax": TileSoftmax,  # default format, lanes = array_cols, rows = CoreConfig().tile_tokens
+    "o_accumulator": OAccumulator,  # lanes = array_cols, rows = CoreConfig().tile_tokens, channels = d
 }
 
 #: designs whose factory takes ``grid=`` as well as the configuration

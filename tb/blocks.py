@@ -29,6 +29,7 @@ from kaleido.tb.dispatch_cases import detector_case, matcher_case, scheduler_cas
 from kaleido.tb.driver import expected_drains, pe_beat
 from kaleido.tb.kit import Backend, simulate
 from kaleido.tb.linear_cases import window_detector_case
+from kaleido.tb.o_accumulator_cases import o_accumulator_case
 from kaleido.tb.passes import make_workload, pass_words, random_pass
 from kaleido.tb.softmax_cases import scaler_case, softmax_bench, softmax_case, tile_softmax_case
 
@@ -48,12 +49,14 @@ BLOCKS = {
     "softmax": "softmax",
     "output_scaler": "output_scaler",
     "tile_softmax": "tile_softmax",
+    "o_accumulator": "o_accumulator",
 }
 SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
 _STREAM_CASES.update({"softmax": (softmax_case, 10), "output_scaler": (scaler_case, 12)})  # rows
 _STREAM_CASES["window_detector"] = (window_detector_case, 150)
 _STREAM_CASES["tile_softmax"] = (tile_softmax_case, 4)  # query tiles
+_STREAM_CASES["o_accumulator"] = (o_accumulator_case, 3)  # query tiles
 #: stream blocks with their own bench (not one ``i`` -> ``o`` stream)
 _OWN_BENCHES = {"softmax": softmax_bench, "tile_softmax": softmax_bench}
 
