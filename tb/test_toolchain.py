@@ -82,6 +82,8 @@ def test_make_verilog(tmp_path):
         "pv_array",
         "softmax",
         "output_scaler",
+        "tile_softmax",
+        "o_accumulator",
     }
     for f in files:
         text = open(f).read()
