@@ -152,6 +152,39 @@ FORMAL_MUTANTS = [
         "m.submodules.core = core",
         "array drain",
     ),
+    # the scheduler's argmin no longer skips a full cluster: a window's
+    # nearest cluster overflows its capacity
+    Mutant(
+        "scheduler_ignores_full",
+        "hdl/scheduler.py",
+        "has_pivot[j] & (fill[j] < cap_r))",
+        "has_pivot[j])",
+        "scheduler capacity",
+    ),
+    # the pass former offers a batch's first pass before the array drained
+    Mutant(
+        "pass_former_ignores_drained",
+        "hdl/pass_former.py",
+        "(~first_of_batch | self.drained)",
+        "(~first_of_batch | 1)",
+        "pass former handshake",
+    ),
+    # the pass former steps two column groups: a pass is lost
+    Mutant(
+        "pass_former_skips_pass",
+        "hdl/pass_former.py",
+        "col_group.eq(col_group + 1)",
+        "col_group.eq(col_group + 2)",
+        "pass former walk",
+    ),
+    # the pass former moves on without a transfer: the offered pass changes under a stall
+    Mutant(
+        "pass_former_ignores_ready",
+        "hdl/pass_former.py",
+        "self.taken.eq(self.passes.valid & self.passes.ready)",
+        "self.taken.eq(self.passes.valid)",
+        "pass former handshake",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -162,8 +195,13 @@ SEEDED = [
     ("detector_drops_pending", "detector_scoreboard"),  # lose a transfer
     # overwrite a tile that has not been read (slow: the 4x4 array in a scratch copy)
     pytest.param("array_ignores_hold", "array_drain", marks=pytest.mark.slow),
-    # clusters over capacity (make mutate's list): a window of 8 strings
-    pytest.param("scheduler_capacity", "scheduler_partition_m8", marks=pytest.mark.slow),
+    # clusters over capacity (make mutate's list), and an argmin that picks a full cluster
+    pytest.param("scheduler_capacity", "scheduler_partition", marks=pytest.mark.slow),
+    pytest.param("scheduler_ignores_full", "scheduler_partition", marks=pytest.mark.slow),
+    # the pass former: a handshake dropped, a pass lost, a stall that changes the pass
+    ("pass_former_ignores_drained", "pass_former_flow"),
+    ("pass_former_skips_pass", "pass_former_flow"),
+    ("pass_former_ignores_ready", "pass_former_stream"),
 ]
 
 
