@@ -75,9 +75,13 @@ class Harness(wiring.Component):
     white_box = False
     internal: dict[str, Signal]
 
+    #: free inputs of the harness's own (a nondeterministic choice, e.g. the
+    #: transfer a scoreboard tracks)
+    choices: tuple[str, ...] = ()
+
     def __init__(self, dut: wiring.Component):
         self.dut = dut
-        super().__init__(dut.signature)
+        super().__init__(wiring.Signature({**dut.signature.members, **{c: In(1) for c in self.choices}}))
 
     def elaborate(self, platform: Any) -> Module:
         m = Module()
@@ -348,17 +352,64 @@ class _Tile:
         self.valid, self.payload = tile.valid, Cat(tile.phase, tile.value)
 
 
+def detector_reference(pair: Any, batch: int, F: int, P: int) -> tuple[Signal, list[Any]]:
+    """What the detector must send for ``pair`` (``detector_in_layout``),
+    from spec sec. 3 as a reference expression: per lane below ``count``,
+    FULL when the top ``F`` bits of anchor and follower agree, else PARTIAL
+    when the top ``P`` do, else NONE (ABSENT for an absent follower); the
+    row operand is the anchor on FULL, else the follower; the column
+    operand is the anchor on FULL, the follower's low nibble under the
+    anchor's high one on PARTIAL, else the follower; a lane's string bit is
+    1 unless it is FULL. Lanes past ``count``: NONE, zeros, bit 0.
+    Returns the signal and the statements that drive it."""
+    from kaleido.hdl.detector import detector_out_layout
+    from kaleido.hdl.encoding import Tag
+
+    out = Signal(detector_out_layout(batch), name="expected")
+    stmts = []
+    for c in range(batch):
+        a, f = pair.anchor[c].as_unsigned(), pair.follower[c].as_unsigned()
+        same_top = [a[8 - n :] == f[8 - n :] for n in (F, P)]
+        lane, absent = c < pair.count, pair.absent
+        cls = Mux(absent, Tag.ABSENT, Mux(same_top[0], Tag.FULL, Mux(same_top[1], Tag.PARTIAL, Tag.NONE)))
+        col = Mux(same_top[0], a, Mux(same_top[1], Cat(f[:4], a[4:]), f))
+        row = Mux(same_top[0], a, f)
+        stmts += [
+            out.anchor[c].eq(Mux(lane, a, 0)),
+            out.cls[c].eq(Mux(lane, cls, Tag.NONE)),
+            out.row_eff[c].eq(Mux(lane & ~absent, row, 0)),
+            out.col_eff[c].eq(Mux(lane & ~absent, col, 0)),
+            out.string[c].eq(lane & (absent | ~same_top[0])),
+        ]
+    return out, stmts
+
+
 class DetectorFlow(Harness):
     """The detector, no assumption on either side. ``scoreboard``: inputs
     taken minus outputs taken is 0 or 1 and equals ``o.valid`` (no pair is
     lost or duplicated, and an output is pending exactly when one pair is in
     the register). ``response``: a pair taken is offered the next cycle
     (latency 1), and a ready sink never stalls the source (so with an
-    always-ready sink every pair leaves one cycle after it arrives). Covers:
-    every class on the output, a stall, back-to-back transfers."""
+    always-ready sink every pair leaves one cycle after it arrives).
+    ``payload``: a tracked transfer; the harness picks any pair taken (a
+    free choice, ``track``), remembers it and counts the outputs still
+    ahead of it; the output that leaves in its place carries
+    :func:`detector_reference` of that pair (so no pair's result is lost,
+    duplicated, reordered or mixed with another's, whichever is picked).
+    Covers: every class on the output, a stall, back-to-back transfers."""
 
-    def __init__(self, dut: wiring.Component, scoreboard: bool = True, response: bool = True):
-        self._scoreboard, self._response = scoreboard, response
+    choices = ("track",)
+
+    def __init__(
+        self,
+        dut: wiring.Component,
+        scoreboard: bool = True,
+        response: bool = True,
+        payload: bool = False,
+        config: KaleidoConfig | None = None,
+    ):
+        self._scoreboard, self._response, self._payload = scoreboard, response, payload
+        self._cfg = config or KaleidoConfig()
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
@@ -376,6 +427,25 @@ class DetectorFlow(Harness):
                 m.d.comb += Assert(dut.o.valid)
             with m.If(dut.o.ready):
                 m.d.comb += Assert(dut.i.ready)
+        if self._payload:
+            cfg = self._cfg
+            pair = Signal.like(dut.i.payload, name="tracked")
+            tracking, ahead = Signal(name="tracking"), Signal(2, name="ahead")
+            expected, stmts = detector_reference(pair, cfg.batch, cfg.F, cfg.P)
+            m.d.comb += stmts
+            pending = Signal(2, name="pending")  # outputs taken or not, in order: the register's
+            m.d.sync += pending.eq(pending + i_fire - o_fire)
+            m.d.comb += Assert(pending == dut.o.valid)
+            with m.If(tracking):
+                with m.If(ahead == 0):
+                    m.d.comb += [Assert(dut.o.valid), Assert(dut.o.payload.as_value() == expected.as_value())]
+                    with m.If(o_fire):
+                        m.d.sync += tracking.eq(0)
+                with m.Elif(o_fire):
+                    m.d.sync += ahead.eq(ahead - 1)
+            with m.Elif(i_fire & self.track):
+                m.d.sync += [tracking.eq(1), pair.eq(dut.i.payload), ahead.eq(pending - o_fire)]
+            m.d.comb += Assert(ahead <= 1)
         cls = dut.o.payload.cls[0]
         m.d.comb += [
             Cover(o_fire & (cls == tag), f"class_{tag.name}") for tag in (Tag.FULL, Tag.PARTIAL, Tag.NONE, Tag.ABSENT)
@@ -1037,6 +1107,10 @@ PROOFS.update(
         "detector_response": Proof(
             "detector_response", lambda: DetectorFlow(_detector(KaleidoConfig()), scoreboard=False)
         ),
+        "detector_payload": Proof(
+            "detector_payload",
+            lambda: DetectorFlow(_detector(KaleidoConfig()), scoreboard=False, response=False, payload=True),
+        ),
         "detector_cover": Proof(
             "detector_cover",
             lambda: DetectorFlow(_detector(KaleidoConfig())),
@@ -1225,11 +1299,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="build/formal/report.json")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="update the report's entries instead of replacing it")
+    ap.add_argument(
+        "--bmc",
+        type=int,
+        default=0,
+        metavar="DEPTH",
+        help="run the proofs as BMCs of DEPTH from reset instead (a counterexample is then a real trace)",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(PROOFS)
     for n in names:
         if n not in PROOFS:
             raise SystemExit(f"unknown proof {n!r}; known: {sorted(PROOFS)}")
+    if args.bmc < 0:
+        raise SystemExit(f"--bmc must be a depth >= 1, not {args.bmc}")
+    proofs = {n: dataclasses.replace(PROOFS[n], mode="bmc", depth=args.bmc) if args.bmc else PROOFS[n] for n in names}
     root = os.path.dirname(args.out) or "."
     report: dict = {}
     failed = []
@@ -1254,11 +1338,11 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(f"{args.out}.tmp", args.out)
 
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(_timed, name, root): name for name in names}
+        futures = {pool.submit(_timed, name, root, args.bmc): name for name in names}
         for done in as_completed(futures):
             name = futures[done]
             ok, log, seconds, reached = done.result()
-            p = PROOFS[name]
+            p = proofs[name]
             status = "pass" if ok else "timeout" if timed_out(log) else "fail"
             entry: dict[str, Any] = {"status": status, "engine": "smtbmc z3", "mode": p.mode}
             entry.update(depth=p.depth, seconds=round(seconds, 1))
@@ -1281,14 +1365,17 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _timed(name: str, root: str) -> tuple[bool, str, float, dict[str, int | None]]:
+def _timed(name: str, root: str, bmc: int = 0) -> tuple[bool, str, float, dict[str, int | None]]:
+    """Run one proof (by name: a process pool cannot send its builder),
+    as a BMC of depth ``bmc`` from reset if given."""
     import time
 
+    proof = dataclasses.replace(PROOFS[name], mode="bmc", depth=bmc) if bmc else PROOFS[name]
     t0 = time.time()
     work = os.path.join(root, name)
-    ok, log = run_sby(PROOFS[name], work)
+    ok, log = run_sby(proof, work)
     seconds = time.time() - t0
-    return ok, log, seconds, covers(PROOFS[name], work) if PROOFS[name].mode == "cover" else {}
+    return ok, log, seconds, covers(proof, work) if proof.mode == "cover" else {}
 
 
 if __name__ == "__main__":
