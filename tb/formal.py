@@ -1200,6 +1200,7 @@ PROOFS.update(
             lambda: PassFormerFlow(_former(), *PASS_FORMER, stream=True),
             mode="cover",
             depth=_FORMER_PASSES + 2,
+            slow=True,
             why=f"grid {PASS_FORMER[1]}: a head is {_FORMER_PASSES} passes, one a cycle at best",
         ),
         "scheduler_cover": Proof(

@@ -205,8 +205,8 @@ SEEDED = [
     # overwrite a tile that has not been read (slow: the 4x4 array in a scratch copy)
     pytest.param("array_ignores_hold", "array_drain", marks=pytest.mark.slow),
     # clusters over capacity (make mutate's list), and an argmin that picks a full cluster
-    pytest.param("scheduler_capacity", "scheduler_partition", marks=pytest.mark.slow),
-    pytest.param("scheduler_ignores_full", "scheduler_partition", marks=pytest.mark.slow),
+    ("scheduler_capacity", "scheduler_partition"),
+    ("scheduler_ignores_full", "scheduler_partition"),
     ("softmax_divider_overlaps", "softmax_stream"),
     # a wrong column operand on PARTIAL lanes (make mutate's list): the tracked pair's result differs
     ("detector_partial_value", "detector_payload"),
