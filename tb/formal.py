@@ -511,6 +511,65 @@ class MatcherFlow(Harness):
         ]
 
 
+class MatcherJobs(Harness):
+    """The matcher's payload scoreboard, for every job in a stream of jobs
+    with stalls on both sides (k-induction; white box for three registers).
+    A job is in flight from its transfer to its ``last`` slot (one at a
+    time), so the harness keeps each job taken (its needs) and the channels
+    its slots issued so far: every slot issues channels the job needs and
+    no slot issued before; a DUAL_LO slot merges two distinct HALF
+    channels; a marker only ends a job that needs nothing; the ``last``
+    slot completes exactly the job's channels. Invariants tying the
+    harness to the matcher: ``pending`` is the job's channels not yet
+    issued, ``rest`` is ``pending`` without its lowest channel, ``half`` is
+    the job's HALF channels."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component, batch: int):
+        self._batch = batch
+        super().__init__(dut)
+
+    def check(self, m: Module, dut: Any) -> None:
+        from kaleido.hdl.encoding import Need
+
+        B = self._batch
+        r = self.internal
+        i_fire, o_fire = dut.i.valid & dut.i.ready, dut.o.valid & dut.o.ready
+        o = dut.o.payload
+        needed, halves, issued = Signal(B, name="job_needed"), Signal(B, name="job_half"), Signal(B, name="job_issued")
+        one, two = Signal(B, name="slot_c1"), Signal(B, name="slot_c2")
+        m.d.comb += [one.eq(1 << o.c1), two.eq(Mux(o.dual, 1 << o.c2, 0))]
+        with m.If(o_fire):
+            m.d.sync += issued.eq(issued | Mux(o.slot, one | two, 0))
+        with m.If(i_fire):
+            need = dut.i.payload.need
+            m.d.sync += [
+                needed.eq(Cat(*[need[c] != Need.SKIP for c in range(B)])),
+                halves.eq(Cat(*[need[c] == Need.HALF for c in range(B)])),
+                issued.eq(0),
+            ]
+        m.d.comb += Assert((issued & ~needed) == 0)
+        with m.If(dut.o.valid):
+            m.d.comb += [
+                Assert(r["pending"] == (needed & ~issued)),
+                Assert(r["rest"] == (r["pending"] & (r["pending"] - 1))),
+                Assert(r["half"] == halves),
+            ]
+            with m.If(o.slot):
+                m.d.comb += [Assert((one & (issued | ~needed)) == 0), Assert((two & (issued | ~needed)) == 0)]
+                with m.If(o.dual):
+                    m.d.comb += [Assert(o.c1 != o.c2), Assert((one & halves) != 0), Assert((two & halves) != 0)]
+                with m.If(o.last):
+                    m.d.comb += Assert((issued | one | two) == needed)
+            with m.Else():
+                m.d.comb += [Assert(o.last), Assert(needed == 0)]
+        m.d.comb += [
+            Cover(o_fire & o.last & i_fire & o.dual, "merged_last_then_next_job"),
+            Cover(o_fire & o.slot & o.dual & ~o.last, "merge_mid_job"),
+        ]
+
+
 class PassDispatcherFlow(Harness):
     """The pass dispatcher's framing: a pass is taken only when no beat of
     the previous one is pending (or its last beat leaves that cycle), so a
@@ -1126,6 +1185,7 @@ PROOFS.update(
             lambda: MatcherFlow(_matcher(KaleidoConfig()), _B, always_ready=True),
             depth=_B + 2,
         ),
+        "matcher_jobs": Proof("matcher_jobs", lambda: MatcherJobs(_matcher(KaleidoConfig()), _B), depth=2),
         "matcher_cover": Proof(
             "matcher_cover",
             lambda: MatcherFlow(_matcher(KaleidoConfig()), _B),

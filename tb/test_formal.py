@@ -208,6 +208,8 @@ SEEDED = [
     ("scheduler_capacity", "scheduler_partition"),
     ("scheduler_ignores_full", "scheduler_partition"),
     ("softmax_divider_overlaps", "softmax_stream"),
+    # the matcher merges a FULL channel: its jobs' scoreboard (stalls, back-to-back jobs) fails too
+    ("matcher_merges_full", "matcher_jobs"),
     # a wrong column operand on PARTIAL lanes (make mutate's list): the tracked pair's result differs
     ("detector_partial_value", "detector_payload"),
     # the pass former: a handshake dropped, a pass lost, a stall that changes the pass
@@ -222,6 +224,7 @@ SEEDED = [
 #: real counterexample trace: (mutant, proof, depth)
 SEEDED_TRACES = [
     ("pass_former_skips_pass", "pass_former_flow", 3),
+    ("matcher_merges_full", "matcher_jobs", 4),
     # a window of 8 strings from reset: the LFSR's 11 draws, then ASSIGN overfills a cluster
     pytest.param("scheduler_ignores_full", "scheduler_partition", 28, marks=pytest.mark.slow),
 ]
