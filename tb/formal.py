@@ -1267,7 +1267,7 @@ PROOFS.update(
             "scheduler_cover",
             lambda: SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True, deep_covers=False),
             mode="cover",
-            depth=44,
+            depth=scheduler_window_cycles(SMALL_SCHEDULER, 8) + 4,  # 44
             slow=True,
             timeout=1200,
             why="a window of 8 strings, the quickest with room for an empty cluster between nonempty ones, "
