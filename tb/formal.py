@@ -12,7 +12,6 @@ exact products of a FULL8 and of a DUAL_LO slot for every int8 operand.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import pathlib
 import re
@@ -21,9 +20,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from amaranth import Cat, Module, Mux, Signal, Value
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.back import rtlil
-from amaranth.hdl import Assert, Assume, Cover, ResetSignal
+from amaranth.hdl import Assert, Assume, Cover, Fragment, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -68,15 +67,30 @@ class Harness(wiring.Component):
     proof), reset held low (the properties are about steady operation), and
     the properties :meth:`check` adds, through the DUT's ports only (the
     blocks are black boxes, so a harness survives a change of their
-    internals)."""
+    internals). A ``white_box`` harness also sees the DUT's registers by
+    name (``self.internal``), to state the invariants that make a
+    k-induction close; a renamed register fails its build with a clear
+    error."""
+
+    white_box = False
+    internal: dict[str, Signal]
+
+    #: free inputs of the harness's own (a nondeterministic choice, e.g. the
+    #: transfer a scoreboard tracks)
+    choices: tuple[str, ...] = ()
 
     def __init__(self, dut: wiring.Component):
         self.dut = dut
-        super().__init__(dut.signature)
+        super().__init__(wiring.Signature({**dut.signature.members, **{c: In(1) for c in self.choices}}))
 
     def elaborate(self, platform: Any) -> Module:
         m = Module()
-        m.submodules.dut = self.dut
+        if self.white_box:  # the DUT elaborated here, so its registers can be named
+            fragment = Fragment.get(self.dut, platform)
+            self.internal = internals(fragment)
+            m.submodules.dut = fragment
+        else:
+            m.submodules.dut = self.dut
         for name, member in self.dut.signature.members.items():
             _bring_out(m, member, getattr(self.dut, name), getattr(self, name), member.dimensions)
         m.d.comb += Assume(~ResetSignal())
@@ -85,6 +99,30 @@ class Harness(wiring.Component):
 
     def check(self, m: Module, dut: Any) -> None:
         raise NotImplementedError
+
+
+def internals(fragment: Fragment) -> dict[str, Signal]:
+    """The signals ``fragment``'s own statements read or write, by name
+    (white-box invariants; a name twice is left out: it names nothing)."""
+    found: dict[str, list[Signal]] = {}
+    for stmts in fragment.statements.values():
+        for stmt in stmts:
+            for sig in [*stmt._lhs_signals(), *stmt._rhs_signals()]:
+                same = found.setdefault(sig.name, [])
+                if not any(x is sig for x in same):
+                    same.append(sig)
+    return {name: sigs[0] for name, sigs in found.items() if len(sigs) == 1 and name}
+
+
+def fsm_states(state: Signal) -> dict[str, int]:
+    """An Amaranth FSM's state signal: each state's name and its encoding."""
+    states = {}
+    for n in range(1 << len(state)):
+        try:
+            states[state.decoder(n).rsplit("/", 1)[0]] = n
+        except KeyError:
+            pass
+    return states
 
 
 def _started(m: Module) -> Signal:
@@ -119,6 +157,35 @@ class StreamHolds(Harness):
     def check(self, m: Module, dut: Any) -> None:
         for name in self.outputs:
             stream_rule(m, getattr(dut, name), name)
+
+
+class SoftmaxStream(StreamHolds):
+    """The stream rule on the softmax unit's ``p`` and ``r``, by
+    k-induction, strengthened by the invariant of its divider (white box):
+    at most one row is on its way to ``r``, as the last beat in one of the
+    four pipeline stages, as the P beat just loaded (``p_new``), as the
+    divider running (``1 <= steps <= recip_width``) or as ``r`` valid, and
+    the divider is ``reserved`` exactly then. So while ``r`` waits, the
+    divider neither runs nor loads, and its quotient holds: the step case
+    no longer starts from a divider that runs under a pending ``r``. ``p``
+    needs no invariant (its register only moves when it is empty or
+    taken)."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component):
+        super().__init__(dut, ("p", "r"))
+
+    def check(self, m: Module, dut: Any) -> None:
+        super().check(m, dut)
+        r = self.internal
+        on_way = [r[f"{st}_valid"] & r[f"{st}_last"] for st in ("d", "dc", "t", "e")]
+        on_way += [r["p_new"] & r["p_new_last"], r["running"], dut.r.valid]
+        rows = Signal(range(len(on_way) + 1), name="rows_to_r")
+        m.d.comb += [rows.eq(sum(on_way)), Assert(rows <= 1), Assert(r["reserved"] == (rows == 1))]
+        with m.If(r["running"]):
+            m.d.comb += [Assert(r["steps"] >= 1), Assert(r["steps"] <= dut.fmt.recip_width)]
+        m.d.comb += [Cover(dut.r.valid & ~dut.r.ready, "r_stall"), Cover(dut.p.valid & ~dut.p.ready, "p_stall")]
 
 
 class PEArithmetic(wiring.Component):
@@ -285,17 +352,64 @@ class _Tile:
         self.valid, self.payload = tile.valid, Cat(tile.phase, tile.value)
 
 
+def detector_reference(pair: Any, batch: int, F: int, P: int) -> tuple[Signal, list[Any]]:
+    """What the detector must send for ``pair`` (``detector_in_layout``),
+    from spec sec. 3 as a reference expression: per lane below ``count``,
+    FULL when the top ``F`` bits of anchor and follower agree, else PARTIAL
+    when the top ``P`` do, else NONE (ABSENT for an absent follower); the
+    row operand is the anchor on FULL, else the follower; the column
+    operand is the anchor on FULL, the follower's low nibble under the
+    anchor's high one on PARTIAL, else the follower; a lane's string bit is
+    1 unless it is FULL. Lanes past ``count``: NONE, zeros, bit 0.
+    Returns the signal and the statements that drive it."""
+    from kaleido.hdl.detector import detector_out_layout
+    from kaleido.hdl.encoding import Tag
+
+    out = Signal(detector_out_layout(batch), name="expected")
+    stmts = []
+    for c in range(batch):
+        a, f = pair.anchor[c].as_unsigned(), pair.follower[c].as_unsigned()
+        same_top = [a[8 - n :] == f[8 - n :] for n in (F, P)]
+        lane, absent = c < pair.count, pair.absent
+        cls = Mux(absent, Tag.ABSENT, Mux(same_top[0], Tag.FULL, Mux(same_top[1], Tag.PARTIAL, Tag.NONE)))
+        col = Mux(same_top[0], a, Mux(same_top[1], Cat(f[:4], a[4:]), f))
+        row = Mux(same_top[0], a, f)
+        stmts += [
+            out.anchor[c].eq(Mux(lane, a, 0)),
+            out.cls[c].eq(Mux(lane, cls, Tag.NONE)),
+            out.row_eff[c].eq(Mux(lane & ~absent, row, 0)),
+            out.col_eff[c].eq(Mux(lane & ~absent, col, 0)),
+            out.string[c].eq(lane & (absent | ~same_top[0])),
+        ]
+    return out, stmts
+
+
 class DetectorFlow(Harness):
     """The detector, no assumption on either side. ``scoreboard``: inputs
     taken minus outputs taken is 0 or 1 and equals ``o.valid`` (no pair is
     lost or duplicated, and an output is pending exactly when one pair is in
     the register). ``response``: a pair taken is offered the next cycle
     (latency 1), and a ready sink never stalls the source (so with an
-    always-ready sink every pair leaves one cycle after it arrives). Covers:
-    every class on the output, a stall, back-to-back transfers."""
+    always-ready sink every pair leaves one cycle after it arrives).
+    ``payload``: a tracked transfer; the harness picks any pair taken (a
+    free choice, ``track``), remembers it and counts the outputs still
+    ahead of it; the output that leaves in its place carries
+    :func:`detector_reference` of that pair (so no pair's result is lost,
+    duplicated, reordered or mixed with another's, whichever is picked).
+    Covers: every class on the output, a stall, back-to-back transfers."""
 
-    def __init__(self, dut: wiring.Component, scoreboard: bool = True, response: bool = True):
-        self._scoreboard, self._response = scoreboard, response
+    choices = ("track",)
+
+    def __init__(
+        self,
+        dut: wiring.Component,
+        scoreboard: bool = True,
+        response: bool = True,
+        payload: bool = False,
+        config: KaleidoConfig | None = None,
+    ):
+        self._scoreboard, self._response, self._payload = scoreboard, response, payload
+        self._cfg = config or KaleidoConfig()
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
@@ -313,6 +427,26 @@ class DetectorFlow(Harness):
                 m.d.comb += Assert(dut.o.valid)
             with m.If(dut.o.ready):
                 m.d.comb += Assert(dut.i.ready)
+        if self._payload:
+            cfg = self._cfg
+            pair = Signal.like(dut.i.payload, name="tracked")
+            tracking, ahead = Signal(name="tracking"), Signal(2, name="ahead")
+            expected, stmts = detector_reference(pair, cfg.batch, cfg.F, cfg.P)
+            m.d.comb += stmts
+            pending = Signal(2, name="pending")  # outputs taken or not, in order: the register's
+            m.d.sync += pending.eq(pending + i_fire - o_fire)
+            m.d.comb += Assert(pending == dut.o.valid)
+            with m.If(tracking):  # the tracked pair and those ahead of it are pending
+                m.d.comb += Assert(ahead < pending)
+                with m.If(ahead == 0):
+                    m.d.comb += [Assert(dut.o.valid), Assert(dut.o.payload.as_value() == expected.as_value())]
+                    with m.If(o_fire):
+                        m.d.sync += tracking.eq(0)
+                with m.Elif(o_fire):
+                    m.d.sync += ahead.eq(ahead - 1)
+            with m.Elif(i_fire & self.track):
+                m.d.sync += [tracking.eq(1), pair.eq(dut.i.payload), ahead.eq(pending - o_fire)]
+            m.d.comb += Assert(ahead <= 1)
         cls = dut.o.payload.cls[0]
         m.d.comb += [
             Cover(o_fire & (cls == tag), f"class_{tag.name}") for tag in (Tag.FULL, Tag.PARTIAL, Tag.NONE, Tag.ABSENT)
@@ -377,6 +511,65 @@ class MatcherFlow(Harness):
         ]
 
 
+class MatcherJobs(Harness):
+    """The matcher's payload scoreboard, for every job in a stream of jobs
+    with stalls on both sides (k-induction; white box for three registers).
+    A job is in flight from its transfer to its ``last`` slot (one at a
+    time), so the harness keeps each job taken (its needs) and the channels
+    its slots issued so far: every slot issues channels the job needs and
+    no slot issued before; a DUAL_LO slot merges two distinct HALF
+    channels; a marker only ends a job that needs nothing; the ``last``
+    slot completes exactly the job's channels. Invariants tying the
+    harness to the matcher: ``pending`` is the job's channels not yet
+    issued, ``rest`` is ``pending`` without its lowest channel, ``half`` is
+    the job's HALF channels."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component, batch: int):
+        self._batch = batch
+        super().__init__(dut)
+
+    def check(self, m: Module, dut: Any) -> None:
+        from kaleido.hdl.encoding import Need
+
+        B = self._batch
+        r = self.internal
+        i_fire, o_fire = dut.i.valid & dut.i.ready, dut.o.valid & dut.o.ready
+        o = dut.o.payload
+        needed, halves, issued = Signal(B, name="job_needed"), Signal(B, name="job_half"), Signal(B, name="job_issued")
+        one, two = Signal(B, name="slot_c1"), Signal(B, name="slot_c2")
+        m.d.comb += [one.eq(1 << o.c1), two.eq(Mux(o.dual, 1 << o.c2, 0))]
+        with m.If(o_fire):
+            m.d.sync += issued.eq(issued | Mux(o.slot, one | two, 0))
+        with m.If(i_fire):
+            need = dut.i.payload.need
+            m.d.sync += [
+                needed.eq(Cat(*[need[c] != Need.SKIP for c in range(B)])),
+                halves.eq(Cat(*[need[c] == Need.HALF for c in range(B)])),
+                issued.eq(0),
+            ]
+        m.d.comb += Assert((issued & ~needed) == 0)
+        with m.If(dut.o.valid):
+            m.d.comb += [
+                Assert(r["pending"] == (needed & ~issued)),
+                Assert(r["rest"] == (r["pending"] & (r["pending"] - 1))),
+                Assert(r["half"] == halves),
+            ]
+            with m.If(o.slot):
+                m.d.comb += [Assert((one & (issued | ~needed)) == 0), Assert((two & (issued | ~needed)) == 0)]
+                with m.If(o.dual):
+                    m.d.comb += [Assert(o.c1 != o.c2), Assert((one & halves) != 0), Assert((two & halves) != 0)]
+                with m.If(o.last):
+                    m.d.comb += Assert((issued | one | two) == needed)
+            with m.Else():
+                m.d.comb += [Assert(o.last), Assert(needed == 0)]
+        m.d.comb += [
+            Cover(o_fire & o.last & i_fire & o.dual, "merged_last_then_next_job"),
+            Cover(o_fire & o.slot & o.dual & ~o.last, "merge_mid_job"),
+        ]
+
+
 class PassDispatcherFlow(Harness):
     """The pass dispatcher's framing: a pass is taken only when no beat of
     the previous one is pending (or its last beat leaves that cycle), so a
@@ -418,6 +611,128 @@ class PassDispatcherFlow(Harness):
                 Cover(pass_done & (passes == 2), "second_pass_done"),
             ]
             m.d.comb += [Cover(b_fire & ctl.last & (ctl.phase == p), f"last_T{p}") for p in range(4)]
+
+
+class PassFormerFlow(Harness):
+    """The pass former against the loop nest's batch table (white box for
+    one invariant: its batch register is the batches issued, the last one
+    after the head). The harness walks the passes of the head itself:
+    batch ``b`` (= ``issued``), row group outer, column group inner, and
+    on ``restart`` back to batch 0. Always (no assumption): the reads go to
+    the walk's groups in bank ``b mod 2``; a pass is offered exactly when
+    ``run`` is high, batch ``b`` is scheduled and (on a batch's first
+    pass) the array has ``drained`` (bounded response: latency 0); each
+    unit's operands, tags, presence and tokens are the word read (zero and
+    ABSENT past the batch's units); the channel count and ``first`` are
+    batch ``b``'s; ``taken`` is a transfer; ``done`` pulses exactly with
+    the head's last pass, when the walk has taken every pass of every
+    batch exactly once (scoreboard), and nothing is offered after it.
+    With ``stream``, the drivers of ``run``, ``scheduled``, ``drained`` and
+    the memories are assumed to hold still while a pass waits, and no head
+    starts (``restart``, which withdraws the pass: the engine restarts
+    between heads) while a pass is offered and not taken; then the stream
+    rule holds on ``passes``."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component, config: KaleidoConfig, grid: tuple[int, int, int], stream: bool = False):
+        self._cfg, self._grid, self._stream = config, grid, stream
+        super().__init__(dut)
+
+    def check(self, m: Module, dut: Any) -> None:
+        from kaleido.encoding import ABSENT
+        from kaleido.hdl.scheduling import UNITS_PER_WORD, unit_groups
+        from kaleido.loopnest import batches
+
+        table = batches(self._cfg, self._grid)
+        n = len(table)
+        groups = [unit_groups(len(t.units)) for t in table]
+        G = max(groups)
+        units = Array(Const(len(t.units), range(G * UNITS_PER_WORD + 1)) for t in table + table[-1:])
+        n_groups = Array(Const(g, range(G + 1)) for g in groups + groups[-1:])
+        counts = Array(Const(t.count, range(self._cfg.batch + 1)) for t in table + table[-1:])
+        total = sum(g * g for g in groups)
+        b = Signal(range(n + 1), name="walk_batch")
+        rg, cg = Signal(range(G + 1), name="walk_row"), Signal(range(G + 1), name="walk_col")
+        passes = Signal(range(total + 1), name="walk_passes")
+        offer = dut.passes
+        taken = offer.valid & offer.ready
+        last_of_batch = (rg + 1 == n_groups[b]) & (cg + 1 == n_groups[b])
+        with m.If(dut.restart):
+            m.d.sync += [b.eq(0), rg.eq(0), cg.eq(0), passes.eq(0)]
+        with m.Elif(taken):
+            m.d.sync += passes.eq(passes + 1)
+            with m.If(last_of_batch):
+                m.d.sync += [b.eq(b + 1), rg.eq(0), cg.eq(0)]
+            with m.Elif(cg + 1 == n_groups[b]):
+                m.d.sync += [rg.eq(rg + 1), cg.eq(0)]
+            with m.Else():
+                m.d.sync += cg.eq(cg + 1)
+        # the former's batch register: the batches issued, the last one after the head
+        m.d.comb += Assert(self.internal["pass_batch"] == Mux(b == n, n - 1, b))
+        m.d.comb += [Assert(dut.issued == b), Assert(b <= n), Assert(passes <= total)]
+        with m.If(b < n):
+            m.d.comb += [Assert(rg < n_groups[b]), Assert(cg < n_groups[b])]
+            before = Array(Const(sum(g * g for g in groups[:k]), range(total + 1)) for k in range(n))
+            m.d.comb += Assert(passes == before[b] + rg * n_groups[b] + cg)
+        with m.Else():
+            m.d.comb += [Assert(rg == 0), Assert(cg == 0), Assert(passes == total)]
+        bank = Mux(b == n, n - 1, b)[0]
+        m.d.comb += [
+            Assert(dut.sorted_rows.bank == bank),
+            Assert(dut.sorted_cols.bank == bank),
+            Assert(dut.sorted_rows.group == rg),
+            Assert(dut.sorted_cols.group == cg),
+        ]
+        first = (rg == 0) & (cg == 0)
+        m.d.comb += Assert(offer.valid == (dut.run & (b < n) & (dut.scheduled > b) & (~first | dut.drained)))
+        m.d.comb += [Assert(dut.taken == taken), Assert(dut.done == (taken & (b == n - 1) & last_of_batch))]
+        with m.If(dut.done):
+            m.d.comb += Assert(passes + 1 == total)
+        payload = offered = offer.payload
+        m.d.comb += [Assert(payload.count == counts[b]), Assert(dut.tokens.first == (b == 0))]
+        for side, read, group in (("rows", dut.sorted_rows, rg), ("cols", dut.sorted_cols, cg)):
+            for x in range(UNITS_PER_WORD):
+                word, port, token = read.units[x], getattr(offered, side)[x], getattr(dut.tokens, side)[x]
+                present = group * UNITS_PER_WORD + x < units[b]
+                m.d.comb += [
+                    Assert(port.present == present),
+                    Assert(token.anchor == word.anchor),
+                    Assert(token.follower == word.follower),
+                    Assert(token.anchor_present == present),
+                    Assert(token.follower_present == (present & word.paired)),
+                ]
+                with m.If(present):
+                    m.d.comb += [
+                        Assert(port.x.as_value() == word.anchor_values.as_value()),
+                        Assert(port.x1.as_value() == word.follower_values.as_value()),
+                        Assert(port.t.as_value() == word.tags.as_value()),
+                    ]
+                with m.Else():
+                    m.d.comb += [Assert(port.x.as_value() == 0), Assert(port.x1.as_value() == 0)]
+                    m.d.comb += [Assert(port.t[c] == ABSENT) for c in range(self._cfg.batch)]
+        if self._stream:
+            held = Signal(name="pass_held")
+            m.d.sync += held.eq(offer.valid & ~offer.ready)
+            scheduled = Signal.like(dut.scheduled, name="scheduled_was")
+            rows, cols = Signal.like(dut.sorted_rows.units), Signal.like(dut.sorted_cols.units)
+            m.d.sync += [scheduled.eq(dut.scheduled), rows.eq(dut.sorted_rows.units), cols.eq(dut.sorted_cols.units)]
+            with m.If(held):
+                m.d.comb += [Assume(dut.run), Assume(dut.drained)]
+                m.d.comb += [
+                    Assume(dut.scheduled >= scheduled),
+                    Assume(dut.sorted_rows.units.as_value() == rows.as_value()),
+                ]
+                m.d.comb += Assume(dut.sorted_cols.units.as_value() == cols.as_value())
+            with m.If(offer.valid & ~offer.ready):  # a new head starts only while no pass waits
+                m.d.comb += Assume(~dut.restart)
+            stream_rule(m, offer, "passes")
+        m.d.comb += [
+            Cover(dut.done, "done"),
+            Cover(taken & ~first & (rg == n_groups[b] - 1), "last_row_group"),
+            Cover(offer.valid & ~offer.ready, "stall"),
+            Cover(dut.run & (b < n) & (dut.scheduled > b) & first & ~dut.drained, "waits_for_drained"),
+        ]
 
 
 class ArrayDrain(Harness):
@@ -572,6 +887,7 @@ class SchedulerPartition(Harness):
                 with m.If(o.last):
                     m.d.sync += [loading.eq(1), count.eq(0), seen.eq(0), emitted.eq(0), prev.eq(0)]
                     m.d.sync += [f.eq(0) for f in fills]
+        self.seen_by_harness = dict(loading=loading, count=count, seen=seen, fills=fills, emitted=emitted, prev=prev)
         if self._deep_covers:  # the longest windows: 57 and 46 cycles from reset
             m.d.comb += [
                 Cover(o_fire & o.last & (count == W), "full_window"),
@@ -587,6 +903,108 @@ class SchedulerPartition(Harness):
         ]
 
 
+class SchedulerInvariants(SchedulerPartition):
+    """The scheduler's partition (:class:`SchedulerPartition`'s asserts) for
+    every window, of any size, after any number of windows, with stalls on
+    both streams: proved by k-induction, strengthened by invariants that tie
+    the harness's counters to the scheduler's registers (white box).
+
+    In LOAD, DRAW and ASSIGN the harness has seen nothing of the window. In
+    ASSIGN, ``F``, the fills' sum, is the strings assigned: the position
+    read is ``F + assign_v + s_v``, the one in stage 1 ``F + assign_v``, the
+    one in stage 2 ``F``, and ``F < m``. From ASSIGN on, the capacity and the
+    pivot flags are the window's, no cluster holds more than the capacity
+    and a cluster without a pivot holds nothing; the cluster entries (with
+    the write in flight, ``wr_*``, which goes to the cluster's last entry)
+    are distinct positions below ``F``. In SKIP_EMPTY and OUTPUT every
+    string is assigned (``F = m``), the harness's fills, count and seen
+    set are exactly the entries before ``(out_cluster, out_pos)``, a later
+    cluster has entries, and OUTPUT reads an entry that exists. Nothing of
+    the data (strings, pivots, distances, the LFSR) is constrained: the
+    argmin may pick any cluster, so the proof covers every choice it
+    could make."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component):
+        super().__init__(dut, deep_covers=False)
+
+    def check(self, m: Module, dut: Any) -> None:
+        from kaleido.config import CLUSTERS as K
+
+        super().check(m, dut)
+        h, r = self.seen_by_harness, self.internal
+        W = dut.window
+        cap_max = W // K
+        state = fsm_states(r["fsm_state"])
+        st = {n: r["fsm_state"] == v for n, v in state.items()}
+        fill = [r[f"fill{j}"] for j in range(K)]
+        count, out_cluster, out_pos = r["count"], r["out_cluster"], r["out_pos"]
+        F = Signal(range(W + 1), name="assigned")
+        m.d.comb += F.eq(sum(fill))
+        m.d.comb += [
+            Assert(r["fsm_state"] < len(state)),
+            Assert(h["loading"] == st["LOAD"]),
+            Assert(h["count"] == count),
+        ]
+        with m.If(st["LOAD"]):
+            m.d.comb += Assert(count < W)
+        with m.Else():
+            m.d.comb += [Assert(count >= 1), Assert(count <= W)]
+        with m.If(st["LOAD"] | st["DRAW"] | st["ASSIGN"]):
+            m.d.comb += [Assert(h["seen"] == 0), Assert(h["emitted"] == 0), Assert(h["prev"] == 0)]
+            m.d.comb += [Assert(f == 0) for f in h["fills"]]
+        with m.If(r["wr_v"]):
+            m.d.comb += [Assert(st["ASSIGN"] | st["SKIP_EMPTY"]), Assert(r["wr_pos"] + 1 == F)]
+            m.d.comb += Assert(r["wr_index"] + 1 == Array(fill)[r["wr_cluster"]])
+
+        def entry(j: int, i: int) -> Value:
+            """Cluster ``j``'s entry ``i``, the write in flight included."""
+            pending = r["wr_v"] & (r["wr_cluster"] == j) & (r["wr_index"] == i)
+            return Mux(pending, r["wr_pos"], r[f"c{j}_{i}"])
+
+        slots = [(j, i) for j in range(K) for i in range(cap_max)]
+        with m.If(st["ASSIGN"] | st["SKIP_EMPTY"] | st["OUTPUT"]):
+            m.d.comb += Assert(r["cap_r"] == ((count + (K - 1)) >> 2))
+            for j in range(K):
+                m.d.comb += [Assert(r[f"has_pivot{j}"] == (count > j)), Assert(fill[j] <= r["cap_r"])]
+                with m.If(count <= j):
+                    m.d.comb += Assert(fill[j] == 0)
+            for n, (j, i) in enumerate(slots):
+                with m.If(i < fill[j]):
+                    m.d.comb += Assert(entry(j, i) < F)
+                    for j2, i2 in slots[n + 1 :]:
+                        with m.If(i2 < fill[j2]):
+                            m.d.comb += Assert(entry(j, i) != entry(j2, i2))
+        with m.If(st["ASSIGN"]):
+            pos, s_v, assign_v = r["pos"], r["s_v"], r["assign_v"]
+            m.d.comb += [Assert(F < count), Assert(pos <= count), Assert(pos == F + assign_v + s_v)]
+            with m.If(s_v):
+                m.d.comb += Assert(r["pos_s"] == F + assign_v)
+            with m.If(assign_v):
+                m.d.comb += Assert(r["pos_r"] == F)
+        with m.If(st["SKIP_EMPTY"] | st["OUTPUT"]):
+            m.d.comb += [Assert(F == count), Assert(h["prev"] <= out_cluster)]
+            sent = Signal(W, name="sent")
+            sent_bits: Value = Const(0, W)
+            done = Const(0, range(W + 1))
+            for j in range(K):
+                before = Signal(range(cap_max + 1), name=f"sent_of{j}")
+                m.d.comb += before.eq(Mux(j < out_cluster, fill[j], Mux(j == out_cluster, out_pos, 0)))
+                m.d.comb += Assert(h["fills"][j] == before)
+                done = done + before
+                for i in range(cap_max):
+                    sent_bits = sent_bits | Mux(i < before, Const(1, W) << entry(j, i), 0)
+            m.d.comb += [sent.eq(sent_bits), Assert(h["seen"] == sent), Assert(h["emitted"] == done)]
+        with m.If(st["SKIP_EMPTY"]):
+            later = Const(0)
+            for j in range(K):
+                later = later | ((j >= out_cluster) & (fill[j] != 0))
+            m.d.comb += [Assert(out_pos == 0), Assert(later)]
+        with m.If(st["OUTPUT"]):
+            m.d.comb += [Assert(out_pos < Array(fill)[out_cluster]), Assert(~r["wr_v"])]
+
+
 def scheduler_window_cycles(config: KaleidoConfig, strings: int | None = None) -> int:
     """Cycles of the first window from reset with no stall, of ``strings``
     strings (default: the longest over every size): ``schedule_cycles``
@@ -597,10 +1015,6 @@ def scheduler_window_cycles(config: KaleidoConfig, strings: int | None = None) -
     W = config.window("row")
     sizes = range(1, W + 1) if strings is None else [strings]
     return max(3 * m + draw_pivots(m, LFSR_SEED, W)[2] + 5 for m in sizes)
-
-
-def _scheduler_partition(strings: int) -> wiring.Component:
-    return SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True, strings=strings)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -642,7 +1056,14 @@ BLOCKS = (
     "pass_dispatcher",
     "array",
     "accumulation_buffer",
+    "pass_former",
 )
+
+
+def _softmax() -> wiring.Component:
+    from kaleido.hdl.softmax import SoftmaxUnit
+
+    return SoftmaxUnit(KaleidoConfig())
 
 
 def _stream_holds(design: str, outputs: tuple[str, ...]) -> Callable[[], wiring.Component]:
@@ -668,16 +1089,7 @@ PROOFS = {
     "pv_dispatcher_stream": Proof("pv_dispatcher_stream", _stream_holds("pv_dispatcher", ("beats",))),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
     "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),
-    "softmax_stream": Proof(
-        "softmax_stream",
-        _stream_holds("softmax", ("p", "r")),
-        mode="bmc",
-        depth=40,
-        slow=True,
-        timeout=1800,
-        why="k-induction at depth 8 does not converge: the 26-cycle divider's unreachable states break the step "
-        "case. Depth 40 covers a row beat, the divider and the handshake of its r",
-    ),
+    "softmax_stream": Proof("softmax_stream", lambda: SoftmaxStream(_softmax()), depth=2),
 }
 
 
@@ -705,6 +1117,25 @@ def _buffer(config: KaleidoConfig, n_tokens: int = 2) -> wiring.Component:
     return AccumulationBuffer(config, n_tokens)
 
 
+#: the pass former's proofs: batch 16 over a grid whose batches have 6, 5
+#: and 10 units (2, 2 and 3 groups: padding units and a 3x3 batch) and
+#: short batches of 8 channels
+PASS_FORMER = (KaleidoConfig(), (1, 2, 5))
+
+
+def _former() -> wiring.Component:
+    from kaleido.hdl.pass_former import PassFormer
+
+    return PassFormer(*PASS_FORMER)
+
+
+def _former_passes() -> int:
+    from kaleido.hdl.scheduling import unit_groups
+    from kaleido.loopnest import batches
+
+    return sum(unit_groups(len(t.units)) ** 2 for t in batches(*PASS_FORMER))
+
+
 def _matcher(config: KaleidoConfig) -> wiring.Component:
     from kaleido.hdl.matcher import Matcher
 
@@ -726,7 +1157,7 @@ def _scheduler(config: KaleidoConfig) -> wiring.Component:
 _B = KaleidoConfig().batch
 _LAT = max(r + c for r in range(KaleidoConfig().array_rows) for c in range(KaleidoConfig().array_cols))
 _PASS = 4 * SMALL_DISPATCH.batch + 1  # a pass of the small dispatcher: four phases of at most batch beats, one idle
-_WINDOW = scheduler_window_cycles(SMALL_SCHEDULER)
+_FORMER_PASSES = _former_passes()
 
 PROOFS.update(
     {
@@ -735,6 +1166,11 @@ PROOFS.update(
         ),
         "detector_response": Proof(
             "detector_response", lambda: DetectorFlow(_detector(KaleidoConfig()), scoreboard=False)
+        ),
+        "detector_payload": Proof(
+            "detector_payload",
+            lambda: DetectorFlow(_detector(KaleidoConfig()), scoreboard=False, response=False, payload=True),
+            depth=2,
         ),
         "detector_cover": Proof(
             "detector_cover",
@@ -749,6 +1185,7 @@ PROOFS.update(
             lambda: MatcherFlow(_matcher(KaleidoConfig()), _B, always_ready=True),
             depth=_B + 2,
         ),
+        "matcher_jobs": Proof("matcher_jobs", lambda: MatcherJobs(_matcher(KaleidoConfig()), _B), depth=2),
         "matcher_cover": Proof(
             "matcher_cover",
             lambda: MatcherFlow(_matcher(KaleidoConfig()), _B),
@@ -811,26 +1248,26 @@ PROOFS.update(
             depth=8,
             why="an unload of N^2 = 4 words",
         ),
-        **{
-            f"scheduler_partition_m{k}": Proof(
-                f"scheduler_partition_m{k}",
-                functools.partial(_scheduler_partition, k),
-                mode="bmc",
-                depth=scheduler_window_cycles(SMALL_SCHEDULER, k) + 2,
-                slow=True,
-                timeout=1800,
-                why=f"a window of {k} strings (16-string queue, batch 4), the first from reset without stalls, takes "
-                f"{scheduler_window_cycles(SMALL_SCHEDULER, k)} cycles (the LFSR's draws from its seed), so the depth "
-                "covers it completely with 2 cycles of margin; stalls are assumed away (one only repeats a LOAD or "
-                "OUTPUT cycle waiting for a transfer). One proof per window size keeps each within the solver's reach",
-            )
-            for k in range(1, SMALL_SCHEDULER.window("row") + 1)
-        },
+        "scheduler_partition": Proof(
+            "scheduler_partition", lambda: SchedulerInvariants(_scheduler(SMALL_SCHEDULER)), depth=2
+        ),
+        "pass_former_flow": Proof("pass_former_flow", lambda: PassFormerFlow(_former(), *PASS_FORMER), depth=2),
+        "pass_former_stream": Proof(
+            "pass_former_stream", lambda: PassFormerFlow(_former(), *PASS_FORMER, stream=True), depth=2, slow=True
+        ),
+        "pass_former_cover": Proof(
+            "pass_former_cover",
+            lambda: PassFormerFlow(_former(), *PASS_FORMER, stream=True),
+            mode="cover",
+            depth=_FORMER_PASSES + 2,
+            slow=True,
+            why=f"grid {PASS_FORMER[1]}: a head is {_FORMER_PASSES} passes, one a cycle at best",
+        ),
         "scheduler_cover": Proof(
             "scheduler_cover",
             lambda: SchedulerPartition(_scheduler(SMALL_SCHEDULER), no_stall=True, deep_covers=False),
             mode="cover",
-            depth=44,
+            depth=scheduler_window_cycles(SMALL_SCHEDULER, 8) + 4,  # 44
             slow=True,
             timeout=1200,
             why="a window of 8 strings, the quickest with room for an empty cluster between nonempty ones, "
@@ -925,11 +1362,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="build/formal/report.json")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="update the report's entries instead of replacing it")
+    ap.add_argument(
+        "--bmc",
+        type=int,
+        default=0,
+        metavar="DEPTH",
+        help="run the proofs as BMCs of DEPTH from reset instead (a counterexample is then a real trace)",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(PROOFS)
     for n in names:
         if n not in PROOFS:
             raise SystemExit(f"unknown proof {n!r}; known: {sorted(PROOFS)}")
+    if args.bmc < 0:
+        raise SystemExit(f"--bmc must be a depth >= 1, not {args.bmc}")
+    proofs = {n: dataclasses.replace(PROOFS[n], mode="bmc", depth=args.bmc) if args.bmc else PROOFS[n] for n in names}
     root = os.path.dirname(args.out) or "."
     report: dict = {}
     failed = []
@@ -954,11 +1401,11 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(f"{args.out}.tmp", args.out)
 
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(_timed, name, root): name for name in names}
+        futures = {pool.submit(_timed, name, root, args.bmc): name for name in names}
         for done in as_completed(futures):
             name = futures[done]
             ok, log, seconds, reached = done.result()
-            p = PROOFS[name]
+            p = proofs[name]
             status = "pass" if ok else "timeout" if timed_out(log) else "fail"
             entry: dict[str, Any] = {"status": status, "engine": "smtbmc z3", "mode": p.mode}
             entry.update(depth=p.depth, seconds=round(seconds, 1))
@@ -981,14 +1428,17 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _timed(name: str, root: str) -> tuple[bool, str, float, dict[str, int | None]]:
+def _timed(name: str, root: str, bmc: int = 0) -> tuple[bool, str, float, dict[str, int | None]]:
+    """Run one proof (by name: a process pool cannot send its builder),
+    as a BMC of depth ``bmc`` from reset if given."""
     import time
 
+    proof = dataclasses.replace(PROOFS[name], mode="bmc", depth=bmc) if bmc else PROOFS[name]
     t0 = time.time()
     work = os.path.join(root, name)
-    ok, log = run_sby(PROOFS[name], work)
+    ok, log = run_sby(proof, work)
     seconds = time.time() - t0
-    return ok, log, seconds, covers(PROOFS[name], work) if PROOFS[name].mode == "cover" else {}
+    return ok, log, seconds, covers(proof, work) if proof.mode == "cover" else {}
 
 
 if __name__ == "__main__":

@@ -152,6 +152,48 @@ FORMAL_MUTANTS = [
         "m.submodules.core = core",
         "array drain",
     ),
+    # the scheduler's argmin no longer skips a full cluster: a window's
+    # nearest cluster overflows its capacity
+    Mutant(
+        "scheduler_ignores_full",
+        "hdl/scheduler.py",
+        "has_pivot[j] & (fill[j] < cap_r))",
+        "has_pivot[j])",
+        "scheduler capacity",
+    ),
+    # the softmax unit takes a row's last beat while the previous row's r
+    # waits: the divider restarts under it and r's quotient changes
+    Mutant(
+        "softmax_divider_overlaps",
+        "hdl/softmax.py",
+        "(~beat.last | ~reserved | r_taken)",
+        "(~beat.last | ~reserved | 1)",
+        "softmax handshake",
+    ),
+    # the pass former offers a batch's first pass before the array drained
+    Mutant(
+        "pass_former_ignores_drained",
+        "hdl/pass_former.py",
+        "(~first_of_batch | self.drained)",
+        "(~first_of_batch | 1)",
+        "pass former handshake",
+    ),
+    # the pass former steps two column groups: a pass is lost
+    Mutant(
+        "pass_former_skips_pass",
+        "hdl/pass_former.py",
+        "col_group.eq(col_group + 1)",
+        "col_group.eq(col_group + 2)",
+        "pass former walk",
+    ),
+    # the pass former moves on without a transfer: the offered pass changes under a stall
+    Mutant(
+        "pass_former_ignores_ready",
+        "hdl/pass_former.py",
+        "self.taken.eq(self.passes.valid & self.passes.ready)",
+        "self.taken.eq(self.passes.valid)",
+        "pass former handshake",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -162,16 +204,36 @@ SEEDED = [
     ("detector_drops_pending", "detector_scoreboard"),  # lose a transfer
     # overwrite a tile that has not been read (slow: the 4x4 array in a scratch copy)
     pytest.param("array_ignores_hold", "array_drain", marks=pytest.mark.slow),
-    # clusters over capacity (make mutate's list): a window of 8 strings
-    pytest.param("scheduler_capacity", "scheduler_partition_m8", marks=pytest.mark.slow),
+    # clusters over capacity (make mutate's list), and an argmin that picks a full cluster
+    ("scheduler_capacity", "scheduler_partition"),
+    ("scheduler_ignores_full", "scheduler_partition"),
+    ("softmax_divider_overlaps", "softmax_stream"),
+    # the matcher merges a FULL channel: its jobs' scoreboard (stalls, back-to-back jobs) fails too
+    ("matcher_merges_full", "matcher_jobs"),
+    # a wrong column operand on PARTIAL lanes (make mutate's list): the tracked pair's result differs
+    ("detector_partial_value", "detector_payload"),
+    # the pass former: a handshake dropped, a pass lost, a stall that changes the pass
+    ("pass_former_ignores_drained", "pass_former_flow"),
+    ("pass_former_skips_pass", "pass_former_flow"),
+    ("pass_former_ignores_ready", "pass_former_stream"),
 ]
 
 
-@pytest.mark.parametrize(("mutant", "proof"), SEEDED)
-def test_seeded_bug_fails_its_proof(mutant, proof, tmp_path):
-    """Each seeded bug, applied to a scratch copy of the tree, makes its
-    named property fail (and the same proof passes on the tree itself:
-    test_proof)."""
+#: seeded bugs whose k-induction proof fails in its step case (a white-box
+#: invariant breaks), also run as a BMC from reset, where a failure is a
+#: real counterexample trace: (mutant, proof, depth)
+SEEDED_TRACES = [
+    ("pass_former_skips_pass", "pass_former_flow", 3),
+    ("matcher_merges_full", "matcher_jobs", 4),
+    # a window of 8 strings from reset: the LFSR's 11 draws, then ASSIGN overfills a cluster
+    pytest.param("scheduler_ignores_full", "scheduler_partition", 28, marks=pytest.mark.slow),
+]
+
+
+def _fails(mutant, proof, tmp_path, bmc=0):
+    """``mutant`` applied to a scratch copy of the tree makes ``proof`` fail
+    (run as a BMC of depth ``bmc`` from reset if given); returns the run's
+    output."""
     import subprocess
     import sys
 
@@ -179,17 +241,8 @@ def test_seeded_bug_fails_its_proof(mutant, proof, tmp_path):
 
     tree = apply(next(m for m in [*MUTANTS, *FORMAL_MUTANTS] if m.name == mutant), tmp_path / "tree")
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kaleido.tb.formal",
-            "--only",
-            proof,
-            "--out",
-            "build/formal/report.json",
-            "--jobs",
-            "1",
-        ],
+        [sys.executable, "-m", "kaleido.tb.formal", "--only", proof, "--out", "build/formal/report.json", "--jobs", "1"]
+        + (["--bmc", str(bmc)] if bmc else []),
         cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)},
         capture_output=True,
@@ -197,3 +250,19 @@ def test_seeded_bug_fails_its_proof(mutant, proof, tmp_path):
     )
     assert out.returncode == 1, out.stdout + out.stderr
     assert f"{proof}" in out.stdout and " fail " in out.stdout, out.stdout
+    return out.stdout
+
+
+@pytest.mark.parametrize(("mutant", "proof"), SEEDED)
+def test_seeded_bug_fails_its_proof(mutant, proof, tmp_path):
+    """Each seeded bug, applied to a scratch copy of the tree, makes its
+    named property fail (and the same proof passes on the tree itself:
+    test_proof)."""
+    _fails(mutant, proof, tmp_path)
+
+
+@pytest.mark.parametrize(("mutant", "proof", "depth"), SEEDED_TRACES)
+def test_seeded_bug_has_a_trace(mutant, proof, depth, tmp_path):
+    """The seeded bug is real: a BMC from reset finds a counterexample
+    trace (``FAIL``, not a step case that fails to close)."""
+    assert "DONE (FAIL" in _fails(mutant, proof, tmp_path, bmc=depth)
