@@ -799,19 +799,17 @@ def tile_softmax_cycles(walk, lanes: int, fmt: SoftmaxFormat | None = None) -> i
 
 # -- the P V tile stage (issue 13, docs/CORE.md "The P V tile stage") -------
 
-#: cycles from a key tile's last fill beat to the next beat's acceptance,
-#: beyond its units' beats less the last unit's (``kaleido.hdl.pv_tile.PvTile``:
-#: the first unit's read, then the dispatcher's register)
-PV_TILE_ISSUE = 2
-#: cycles from the final key tile's last unit's last beat into the array to
-#: the last ``o`` beat of its first row (the array's drain, the deskew, the
-#: row FIFO, the O accumulators)
-PV_TILE_TAIL = 0
+#: the P V tile stage's issue overhead per key tile (``kaleido.hdl.pv_tile.PvTile``:
+#: the first unit's read, the dispatcher's register; :func:`pv_tile_cycles`)
+PV_TILE_ISSUE = 3
+#: the stage's tail beyond the array's drain (the row FIFO, the O
+#: accumulators; :func:`pv_tile_cycles`)
+PV_TILE_TAIL = 1
 
 
 def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int]:
     """Array beats of one key tile in the P V tile stage, and the beats of
-    its last unit: per channel block (:func:`kaleido.hdl.pv_tile.channel_blocks`)
+    its last two units: per channel block (:func:`kaleido.hdl.pv_tile.channel_blocks`)
     and per block of ``array_rows`` query rows, the passes of :func:`pv_cycles`
     (one beat per unpaired unit and per pair FULL at every channel of the
     block, two per other pair), each pass shorter than ``array_rows`` units
@@ -825,7 +823,8 @@ def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> t
     as_int8("V", V)
     shape = check_grid(shape, V.shape[0])
     R, C, chunk = config.array_rows, config.array_cols, pv_chunk(config)
-    per_block = last = 0
+    per_block = 0
+    last: list[int] = []
     for sl, axis in group_slices(config.split):
         u = units(shape, axis)
         paired = u[:, 1] >= 0
@@ -835,8 +834,8 @@ def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> t
             for ps in chunks(len(u), chunk):
                 n = ps.stop - ps.start
                 per_block += int(beats[ps].sum()) + max(0, R - n)
-                last = 1 if n < R else int(beats[ps.stop - 1])
-    return math.ceil(_positive("rows", rows) / R) * per_block, last
+                last = (last + [int(b) for b in beats[ps]] + [1] * max(0, R - n))[-2:]
+    return math.ceil(_positive("rows", rows) / R) * per_block, sum(last)
 
 
 def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
@@ -848,11 +847,13 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
 
     A key tile of ``n`` keys takes ``1 + n + rows n`` fill beats, one a
     cycle; its units then issue one per beat (:func:`pv_tile_beats`: ``B``
-    beats, the last unit ``b`` of them), and ``i`` takes the next key
-    tile's header ``B - b + PV_TILE_ISSUE`` cycles after the last fill
-    beat. The final key tile's last total leaves ``b + array_drain +
-    PV_TILE_TAIL + (rows - 1) mod array_rows`` cycles after its last
-    unit issues (row ``r`` of a pass drains ``r`` cycles after row 0)."""
+    beats, ``b`` of them the last two units'; a unit issues as the one
+    before the previous enters the dispatcher), so ``i`` takes the next
+    key tile's header ``B - b + PV_TILE_ISSUE - 1`` cycles after the last
+    fill beat. The final key tile's last total leaves ``b + array_drain +
+    PV_TILE_TAIL + (rows - 1) mod array_rows`` cycles after its last unit
+    issues (row ``r`` of a pass drains ``r`` cycles after row 0).
+    Checked equal to the RTL in ``tb/test_pv_tile.py``."""
     config = config or KaleidoConfig()
     tiles = list(walk)
     if not tiles:

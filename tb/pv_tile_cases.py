@@ -23,7 +23,7 @@ from kaleido.hdl.pv_tile import channel_blocks, pv_tile_in_layout
 from kaleido.hdl.softmax import default_acc_width
 from kaleido.tb.driver import Packer
 
-__all__ = ["KeyTile", "random_key_tile", "pv_tile_words", "pv_tile_case", "CASE_TILE", "CASE_ROWS"]
+__all__ = ["pv_tile_bench", "KeyTile", "random_key_tile", "pv_tile_words", "pv_tile_case", "CASE_TILE", "CASE_ROWS"]
 
 #: the block case's stage: key tiles of at most 2x2x4, query tiles of at most 6 rows
 CASE_TILE = (2, 2, 4)
@@ -69,7 +69,9 @@ def pv_tile_words(
             ins.append(pack_i({**head, ("first",): int(j == 0), ("final",): int(j == len(kts) - 1)}))
             ins += [pack_i({("v", c): int(V[k, c]) for c in range(cfg.d)}) for k in range(V.shape[0])]
             ins += [pack_i({("p",): int(P[r, k])}) for r in range(rows) for k in range(P.shape[1])]
-        acc = pv_tile_accumulate([P for _, P, _ in kts], [V for _, _, V in kts], [s for s, _, _ in kts], cfg.split, cfg.F)
+        acc = pv_tile_accumulate(
+            [P for _, P, _ in kts], [V for _, _, V in kts], [s for s, _, _ in kts], cfg.split, cfg.F
+        )
         for g, (start, count, _) in enumerate(blocks):
             for rb in range(0, rows, R):
                 for row in range(rb, min(rb + R, rows)):
@@ -93,3 +95,11 @@ def pv_tile_case(cfg: KaleidoConfig, rng: np.random.Generator, n_tiles: int = 2,
         shapes = [CASE_TILE] if i == 0 else [_shape(rng, CASE_TILE) for _ in range(int(rng.integers(1, 4)))]
         qts.append([random_key_tile(rng, s, rows, cfg.d, source) for s in shapes])
     return pv_tile_words(cfg, CASE_TILE, CASE_ROWS, qts)
+
+
+async def pv_tile_bench(be, words, *, in_stall="none", out_stall="none", seed=0):
+    """:func:`~kaleido.tb.benches.stream_bench` with room for the last key
+    tile's passes after its last input (outputs only)."""
+    from kaleido.tb.benches import stream_bench
+
+    return (await stream_bench(be, words, in_stall=in_stall, out_stall=out_stall, seed=seed, drain=3000))[0]
