@@ -242,6 +242,8 @@ class PvTile(wiring.Component):
         rb_last = (rb + 1) * R >= n_rows  # the query tile's last row block
         run_last = block_last & rb_last & (blk == nb - 1)
 
+        left = n_rows - rb * R  # rows of the query tile from this row block on
+
         # credits: rows of the row FIFO reserved by passes in flight
         D = self._fifo_rows
         inflight = Signal(range(D + 1))
@@ -251,6 +253,7 @@ class PvTile(wiring.Component):
         b_valid = Signal()
         b_pad, b_absent, b_bank, b_last = Signal(), Signal(), Signal(), Signal()
         b_blk = Signal.like(blk)
+        b_rows = Signal(range(R + 1))  # rows of the unit's row block in the query tile (the rest read as P = 0)
         arr = PvArray(cfg)
         m.submodules.array = arr
         b_free = ~b_valid | arr.units.ready
@@ -272,6 +275,7 @@ class PvTile(wiring.Component):
                 b_bank.eq(a_bank),
                 b_last.eq(pass_last),
                 b_blk.eq(blk),
+                b_rows.eq(Mux(left > R, R, left)),
             ]
 
         # the pass tags, in pass order: (row block, channel block, first, final)
@@ -280,7 +284,6 @@ class PvTile(wiring.Component):
         )
         m.submodules.tags = tags = SyncFIFO(width=tag_layout.size, depth=D // R + 1)
         tag_in = Signal(tag_layout)
-        left = n_rows - rb * R
         m.d.comb += [
             tag_in.rb.eq(rb),
             tag_in.blk.eq(blk),
@@ -350,15 +353,18 @@ class PvTile(wiring.Component):
 
         # stage B -> the array's units
         u = arr.units.payload
-        p_a = Mux(b_bank, p_rd[1].data, p_rd[0].data)
-        p_f = Mux(b_bank, p_rd[0].data, p_rd[1].data)
-        v_a = Mux(b_bank, v_rd[1].data.as_value(), v_rd[0].data.as_value())
-        v_f = Mux(b_bank, v_rd[0].data.as_value(), v_rd[1].data.as_value())
+        # zero while no unit is held: the read ports hold no word before the
+        # first read (X on a four-state simulator), and the payload reaches
+        # the dispatcher's registers even when not valid
+        p_a = Mux(b_valid, Mux(b_bank, p_rd[1].data, p_rd[0].data), 0)
+        p_f = Mux(b_valid, Mux(b_bank, p_rd[0].data, p_rd[1].data), 0)
+        v_a = Mux(b_valid, Mux(b_bank, v_rd[1].data.as_value(), v_rd[0].data.as_value()), 0)
+        v_f = Mux(b_valid, Mux(b_bank, v_rd[0].data.as_value(), v_rd[1].data.as_value()), 0)
         m.d.comb += [arr.units.valid.eq(b_valid), arr.hold.eq(0), u.absent.eq(b_absent), u.last.eq(b_last)]
         for r in range(R):
             m.d.comb += [
-                u.p_a[r].eq(p_a[r * P_BITS : (r + 1) * P_BITS]),
-                u.p_f[r].eq(Mux(b_absent, 0, p_f[r * P_BITS : (r + 1) * P_BITS])),
+                u.p_a[r].eq(Mux(r < b_rows, p_a[r * P_BITS : (r + 1) * P_BITS], 0)),
+                u.p_f[r].eq(Mux(b_absent | (r >= b_rows), 0, p_f[r * P_BITS : (r + 1) * P_BITS])),
             ]
         with m.Switch(b_blk):
             for k, (start, count, _) in enumerate(self._blocks):
