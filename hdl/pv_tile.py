@@ -360,7 +360,7 @@ class PvTile(wiring.Component):
         p_f = Mux(b_valid, Mux(b_bank, p_rd[0].data, p_rd[1].data), 0)
         v_a = Mux(b_valid, Mux(b_bank, v_rd[1].data.as_value(), v_rd[0].data.as_value()), 0)
         v_f = Mux(b_valid, Mux(b_bank, v_rd[0].data.as_value(), v_rd[1].data.as_value()), 0)
-        m.d.comb += [arr.units.valid.eq(b_valid), arr.hold.eq(0), u.absent.eq(b_absent), u.last.eq(b_last)]
+        m.d.comb += [arr.units.valid.eq(b_valid), arr.hold.eq(0)]
         for r in range(R):
             m.d.comb += [
                 u.p_a[r].eq(Mux(r < b_rows, p_a[r * P_BITS : (r + 1) * P_BITS], 0)),
@@ -369,6 +369,10 @@ class PvTile(wiring.Component):
         with m.Switch(b_blk):
             for k, (start, count, _) in enumerate(self._blocks):
                 with m.Case(k):
+                    # ``absent`` and ``last`` in the same process as the V lanes: a
+                    # field driven alone from a register becomes an ``always @*``
+                    # that no event wakes at time 0 in the emitted Verilog (X on Icarus)
+                    m.d.comb += [u.absent.eq(b_absent), u.last.eq(b_last)]
                     for c in range(count):
                         lo = (start + c) * 8
                         m.d.comb += [

@@ -107,3 +107,27 @@ def test_bad_model_input_is_named():
         pv_tile_cycles([])
     with pytest.raises(ValueError, match="grid"):
         pv_tile_beats(np.zeros((8, 128), np.int8), (2, 2, 3), 1)
+
+
+def test_a_long_stall_on_o_loses_no_drain(seed):
+    """``o`` not ready for 1,500 cycles, then ready: the passes of the final
+    key tile keep draining rows into the row FIFO; the credits must stop
+    new passes before it overflows (a seeded bug with no credits loses
+    rows here)."""
+    import itertools
+
+    from kaleido.tb.kit import StreamSink, StreamSource, run
+
+    cfg = CONFIGS["b4"]
+    rng = np.random.default_rng(seed)
+    qts = [[random_key_tile(rng, (2, 2, 4), 6, cfg.d), random_key_tile(rng, (2, 2, 3), 6, cfg.d)]]
+    ins, expected = pv_tile_words(cfg, TILE, 6, qts)
+
+    async def bench(be):
+        src = StreamSource("i", ins)
+        sink = StreamSink("o")
+        sink._stall = itertools.chain([1] * 1500, itertools.repeat(0))
+        await run(be, sources=[src], sinks=[sink], drain=2000)
+        return sink.words
+
+    assert simulate(PvTile(cfg, TILE, 6), bench) == expected, f"seed {seed}"
