@@ -216,4 +216,5 @@ def pv_tile_accumulate(p_tiles, v_tiles, shapes, split, F: int = 5) -> np.ndarra
         if acc is not None and acc.shape != part.shape:
             raise ValueError(f"every P tile must have the query tile's {acc.shape[0]} rows, not {P.shape[0]}")
         acc = part if acc is None else acc + part
+    assert acc is not None
     return acc

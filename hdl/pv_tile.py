@@ -23,11 +23,12 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import CoreConfig, KaleidoConfig
+from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from ..loopnest import chunks, group_slices, pv_chunk
 from ._common import as_config
 from .o_accumulator import OAccumulator, o_acc_layout, o_partial_layout
 from .pv_array import PvArray
+from .softmax import default_acc_width
 
 __all__ = ["PvTile", "pv_tile_in_layout", "channel_blocks"]
 
@@ -123,10 +124,11 @@ class PvTile(wiring.Component):
         R, C = config.array_rows, config.array_cols
         self._fifo_rows = R * (3 + -(-(C + 8) // R))
         self._oacc = OAccumulator(config, C, rows, C * len(self._blocks), in_width=config.acc_width)
+        acc_width = default_acc_width(SoftmaxFormat())  # the O accumulators' default
         super().__init__(
             {
                 "i": In(stream.Signature(pv_tile_in_layout(config.d, self._tile, rows))),
-                "o": Out(stream.Signature(o_acc_layout(self._oacc._acc_width, C, rows, len(self._blocks)))),
+                "o": Out(stream.Signature(o_acc_layout(acc_width, C, rows, len(self._blocks)))),
             }
         )
 
