@@ -848,9 +848,9 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
     A key tile of ``n`` keys takes ``1 + n + rows n`` fill beats, one a
     cycle; its units then issue one per beat (:func:`pv_tile_beats`: ``B``
     beats, ``b`` of them the last two units'; a unit issues as the one
-    before the previous enters the dispatcher), so ``i`` takes the next
-    key tile's header ``B - b + PV_TILE_ISSUE - 1`` cycles after the last
-    fill beat. The final key tile's last total leaves ``b + array_drain +
+    before it enters the dispatcher), so the last unit issues ``B - b +
+    PV_TILE_ISSUE - 1`` cycles after the last fill beat and ``i`` takes the
+    next key tile's header the cycle after. The final key tile's last total leaves ``b + array_drain +
     PV_TILE_TAIL + (rows - 1) mod array_rows`` cycles after its last unit
     issues (row ``r`` of a pass drains ``r`` cycles after row 0).
     Checked equal to the RTL in ``tb/test_pv_tile.py``."""
