@@ -35,6 +35,7 @@ __all__ = [
     "beats_per_row",
     "TileSoftmaxResult",
     "tile_softmax",
+    "pv_tile_accumulate",
 ]
 
 
@@ -192,3 +193,28 @@ def tile_softmax(s_tiles, constant: int, fmt: SoftmaxFormat | None = None) -> Ti
     p = [_exp(m[:, None] - s.astype(np.int64), constant, fmt) for s in tiles]  # pass 2
     z = sum(x.sum(axis=1) for x in p)
     return TileSoftmaxResult(m, p, z, (1 << fmt.recip_bits) // z)
+
+
+def pv_tile_accumulate(p_tiles, v_tiles, shapes, split, F: int = 5) -> np.ndarray:
+    """int64 ``(rows, d)``: the O accumulators of one query tile after its
+    key tiles, ``sum_j P_j v_effective(V_j)`` with each key tile's own
+    pairing (``shapes[j]``, its box) and FULL followers only: the ``acc``
+    of :func:`core_attention` before the reciprocal. ``p_tiles[j]``:
+    rows x keys of key tile ``j`` (7-bit P); ``v_tiles[j]``: its keys x d
+    int8 V in the box's token order."""
+    from .pv import check_p
+
+    if not p_tiles or len(p_tiles) != len(v_tiles) or len(v_tiles) != len(shapes):
+        raise ValueError(
+            f"p_tiles, v_tiles and shapes must be equally long and not empty, not {len(p_tiles)}, "
+            f"{len(v_tiles)}, {len(shapes)}"
+        )
+    acc = None
+    for P, V, shape in zip(p_tiles, v_tiles, shapes, strict=True):
+        P = check_p(P, np.asarray(V).shape[0])
+        part = P @ v_effective(V, shape, split, F).astype(np.int64)
+        if acc is not None and acc.shape != part.shape:
+            raise ValueError(f"every P tile must have the query tile's {acc.shape[0]} rows, not {P.shape[0]}")
+        acc = part if acc is None else acc + part
+    assert acc is not None
+    return acc

@@ -23,6 +23,7 @@ from .o_accumulator import OAccumulator
 from .pe import KaleidoPE
 from .pv_array import PvArray
 from .pv_dispatcher import PvDispatcher
+from .pv_tile import PvTile
 from .scheduler import Scheduler
 from .softmax import OutputScaler, SoftmaxUnit, TileSoftmax
 from .window_detector import WindowDetector
@@ -47,6 +48,7 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "output_scaler": OutputScaler,
     "tile_softmax": TileSoftmax,  # default format, lanes = array_cols, rows = CoreConfig().tile_tokens
     "o_accumulator": OAccumulator,  # lanes = array_cols, rows = CoreConfig().tile_tokens, channels = d
+    "pv_tile": lambda cfg: PvTile(cfg, (2, 2, 4), 6),  # the block case's stage (kaleido.tb.pv_tile_cases)
 }
 
 #: designs whose factory takes ``grid=`` as well as the configuration

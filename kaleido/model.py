@@ -84,6 +84,10 @@ __all__ = [
     "output_scaler_cycles",
     "TILE_SOFTMAX_LATENCY",
     "tile_softmax_cycles",
+    "pv_tile_beats",
+    "pv_tile_cycles",
+    "PV_TILE_ISSUE",
+    "PV_TILE_TAIL",
 ]
 
 #: paper variants: (scheduler, matcher)
@@ -791,3 +795,77 @@ def tile_softmax_cycles(walk, lanes: int, fmt: SoftmaxFormat | None = None) -> i
             last_div = t
         end = max(end, t + TILE_SOFTMAX_LATENCY, t + divide)
     return end + 1
+
+
+# -- the P V tile stage (issue 13, docs/CORE.md "The P V tile stage") -------
+
+#: the P V tile stage's issue overhead per key tile (``kaleido.hdl.pv_tile.PvTile``:
+#: the first unit's read, the dispatcher's register; :func:`pv_tile_cycles`)
+PV_TILE_ISSUE = 3
+#: the stage's tail beyond the array's drain (the row FIFO, the O
+#: accumulators; :func:`pv_tile_cycles`)
+PV_TILE_TAIL = 1
+
+
+def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int]:
+    """Array beats of one key tile in the P V tile stage, and the beats of
+    its last two units: per channel block (:func:`kaleido.hdl.pv_tile.channel_blocks`)
+    and per block of ``array_rows`` query rows, the passes of :func:`pv_cycles`
+    (one beat per unpaired unit and per pair FULL at every channel of the
+    block, two per other pair), each pass shorter than ``array_rows`` units
+    padded to ``array_rows`` one-beat units. ``V``: the key tile's int8 V
+    (keys x d, the box ``shape``'s token order)."""
+    from .checks import as_int8, check_grid
+    from .golden.pv import unit_full
+    from .loopnest import group_slices, pv_chunk, units
+
+    config = config or KaleidoConfig()
+    as_int8("V", V)
+    shape = check_grid(shape, V.shape[0])
+    R, C, chunk = config.array_rows, config.array_cols, pv_chunk(config)
+    per_block = 0
+    last: list[int] = []
+    for sl, axis in group_slices(config.split):
+        u = units(shape, axis)
+        paired = u[:, 1] >= 0
+        full = unit_full(V, u, np.arange(sl.start, sl.stop), config.F)
+        for cs in chunks(sl.stop - sl.start, C):
+            beats = np.where(~paired | full[:, cs].all(axis=1), 1, 2)
+            for ps in chunks(len(u), chunk):
+                n = ps.stop - ps.start
+                per_block += int(beats[ps].sum()) + max(0, R - n)
+                last = (last + [int(b) for b in beats[ps]] + [1] * max(0, R - n))[-2:]
+    return math.ceil(_positive("rows", rows) / R) * per_block, sum(last)
+
+
+def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
+    """Exact cycles of the P V tile stage (``kaleido.hdl.pv_tile.PvTile``)
+    with no stalls, for query tiles walked back to back: ``walk`` holds one
+    ``(rows, key_tiles)`` per query tile, ``key_tiles`` one ``(V, shape)``
+    per key tile. Counted from the first transfer on ``i`` to the last on
+    ``o``, both counted.
+
+    A key tile of ``n`` keys takes ``1 + n + rows n`` fill beats, one a
+    cycle; its units then issue one per beat (:func:`pv_tile_beats`: ``B``
+    beats, ``b`` of them the last two units'; a unit issues as the one
+    before it enters the dispatcher), so the last unit issues ``B - b +
+    PV_TILE_ISSUE - 1`` cycles after the last fill beat and ``i`` takes the
+    next key tile's header the cycle after. The final key tile's last total leaves ``b + array_drain +
+    PV_TILE_TAIL + (rows - 1) mod array_rows`` cycles after its last unit
+    issues (row ``r`` of a pass drains ``r`` cycles after row 0).
+    Checked equal to the RTL in ``tb/test_pv_tile.py``."""
+    config = config or KaleidoConfig()
+    tiles = list(walk)
+    if not tiles:
+        raise ValueError("walk must hold at least one query tile, not none")
+    t = -1  # the cycle of the previous key tile's last issue (the first header is taken at 0)
+    for rows, key_tiles in tiles:
+        key_tiles = list(key_tiles)
+        if not key_tiles:
+            raise ValueError("key_tiles must hold at least one key tile, not none")
+        for V, shape in key_tiles:
+            n = int(np.prod(shape))
+            beats, last = pv_tile_beats(V, shape, rows, config)
+            t += 1 + n + rows * n + beats - last + PV_TILE_ISSUE - 1
+    rows = tiles[-1][0]
+    return t + last + array_drain(config) + PV_TILE_TAIL + (rows - 1) % config.array_rows + 1

@@ -31,6 +31,7 @@ from kaleido.tb.kit import Backend, simulate
 from kaleido.tb.linear_cases import window_detector_case
 from kaleido.tb.o_accumulator_cases import o_accumulator_case
 from kaleido.tb.passes import make_workload, pass_words, random_pass
+from kaleido.tb.pv_tile_cases import pv_tile_bench, pv_tile_case
 from kaleido.tb.softmax_cases import scaler_case, softmax_bench, softmax_case, tile_softmax_case
 
 __all__ = ["Case", "BLOCKS", "SIMULATORS", "ref", "rtl", "bench", "stimulus"]
@@ -50,6 +51,7 @@ BLOCKS = {
     "output_scaler": "output_scaler",
     "tile_softmax": "tile_softmax",
     "o_accumulator": "o_accumulator",
+    "pv_tile": "pv_tile",
 }
 SIMULATORS = ("amaranth", "icarus", "verilator")
 _STREAM_CASES = {"detector": (detector_case, 120), "matcher": (matcher_case, 60), "scheduler": (scheduler_case, 213)}
@@ -57,8 +59,9 @@ _STREAM_CASES.update({"softmax": (softmax_case, 10), "output_scaler": (scaler_ca
 _STREAM_CASES["window_detector"] = (window_detector_case, 150)
 _STREAM_CASES["tile_softmax"] = (tile_softmax_case, 4)  # query tiles
 _STREAM_CASES["o_accumulator"] = (o_accumulator_case, 3)  # query tiles
+_STREAM_CASES["pv_tile"] = (pv_tile_case, 3)  # query tiles
 #: stream blocks with their own bench (not one ``i`` -> ``o`` stream)
-_OWN_BENCHES = {"softmax": softmax_bench, "tile_softmax": softmax_bench}
+_OWN_BENCHES = {"softmax": softmax_bench, "tile_softmax": softmax_bench, "pv_tile": pv_tile_bench}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -292,6 +292,20 @@ MUTANTS = [
         "z_row.eq(Mux(z_inside, z_acc, z_old) + beat_sum),",
         "softmax row state",
     ),
+    Mutant(
+        "pv_tile_follower_bank",
+        "hdl/pv_tile.py",
+        "p_f = Mux(b_valid, Mux(b_bank, p_rd[0].data, p_rd[1].data), 0)",
+        "p_f = Mux(b_valid, Mux(b_bank, p_rd[1].data, p_rd[0].data), 0)",
+        "P V tile stage",
+    ),
+    Mutant(
+        "pv_tile_no_padding",
+        "hdl/pv_tile.py",
+        "pass_last = ~((~exh_next & (uc_next < chunk)) | (uc_next < R))",
+        "pass_last = ~(~exh_next & (uc_next < chunk))",
+        "P V tile stage",
+    ),
 ]
 
 

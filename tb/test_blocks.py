@@ -33,6 +33,10 @@ def cases(block: str, seed: int) -> list[Case]:
             for k, (i, o) in enumerate(STALLS)
             for kind in ("video", "random")
         ]
+    if block == "pv_tile":  # full, partial and odd key tiles (batch 4: padded passes), every stall pattern
+        small = (("batch", 4), ("split", (5, 3, 4)))
+        kinds = ("random", "video")
+        return [Case(block, seed + k, i, o, source=kinds[k % 2], config=small) for k, (i, o) in enumerate(STALLS)]
     out = [Case(block, seed + k, i, o) for k, (i, o) in enumerate(STALLS)]
     if block in ("detector", "matcher", "scheduler", "window_detector"):
         out.append(Case(block, seed, "random", "random", source="workload"))

@@ -84,6 +84,7 @@ def test_make_verilog(tmp_path):
         "output_scaler",
         "tile_softmax",
         "o_accumulator",
+        "pv_tile",
     }
     for f in files:
         text = open(f).read()

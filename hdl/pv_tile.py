@@ -1,0 +1,430 @@
+"""The core's P V tile stage (issue 13, docs/CORE.md, "The P V tile
+stage"): one (query tile, key tile) pair of pass 2. The P tile and the V
+tile are held in bounded buffers (``p_tile``, ``v_tile``: two banks each,
+every bank an Amaranth ``Memory`` with one write and one read port), the
+key tile's P V passes run on :class:`~kaleido.hdl.pv_array.PvArray` with V
+reuse inside the key tile, and the array's drains become the beats of an
+:class:`~kaleido.hdl.o_accumulator.OAccumulator`, which streams out
+``sum over key tiles of P_tile V_tile`` after the final key tile.
+
+**Banks.** An anchor and its follower differ by one in one coordinate, so
+their checkerboard parities ``(t + y + x) mod 2`` differ: bank ``b`` holds
+the tokens of parity ``b``, and a unit reads its anchor from one bank and
+its follower from the other in the same cycle. Within a bank a token's
+word is ``((t H + y) W' + x) >> 1`` (``W'`` = the box's ``x`` extent
+rounded up to even), unique per bank and below half the tile.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from ..loopnest import chunks, group_slices, pv_chunk
+from ._common import as_config
+from .o_accumulator import OAccumulator, o_acc_layout, o_partial_layout
+from .pv_array import PvArray
+from .softmax import default_acc_width
+
+__all__ = ["PvTile", "pv_tile_in_layout", "channel_blocks"]
+
+#: the P operand's bits (7-bit P from the tiled softmax)
+P_BITS = 7
+
+
+def channel_blocks(config: KaleidoConfig) -> list[tuple[int, int, int]]:
+    """``(first channel, channels, axis)`` of each P V pass's channel block
+    in walk order (groups t, x, y; ``array_cols`` channels at a time, never
+    crossing a group): the ``group`` index of the stage's output beats."""
+    out = []
+    for sl, axis in group_slices(config.split):
+        for cs in chunks(sl.stop - sl.start, config.array_cols):
+            out.append((sl.start + cs.start, cs.stop - cs.start, axis))
+    return out
+
+
+def pv_tile_in_layout(d: int, tile, rows: int) -> data.StructLayout:
+    """One beat of the stage's input stream. A key tile is a header beat
+    (``shape``: the key tile's box ``(t, y, x)``, ``rows``: the query
+    tile's rows, ``first``/``final``: the query tile's first/final key
+    tile), then its V tile, one token row ``v`` a beat in the box's
+    ``(t, y, x)`` order, then its P tile, one value ``p`` a beat, row by
+    row, each row in the same token order. Fields a beat does not use are
+    ignored."""
+    return data.StructLayout(
+        {
+            "t": range(tile[0] + 1),
+            "y": range(tile[1] + 1),
+            "x": range(tile[2] + 1),
+            "rows": range(rows + 1),
+            "first": 1,
+            "final": 1,
+            "v": data.ArrayLayout(signed(8), d),
+            "p": unsigned(P_BITS),
+        }
+    )
+
+
+def _check_tile(tile) -> tuple[int, int, int]:
+    try:
+        ext = tuple(tile)
+    except TypeError:
+        raise TypeError(f"tile must be three even extents (t, y, x), not {tile!r}") from None
+    if len(ext) != 3 or any(not isinstance(e, int) or isinstance(e, bool) or e < 2 or e % 2 for e in ext):
+        raise ValueError(f"tile must be three even extents >= 2 (t, y, x), not {tile!r}")
+    return ext  # type: ignore[return-value]
+
+
+class PvTile(wiring.Component):
+    """P V of one query tile's rows against its key tiles, into the O
+    accumulators.
+
+    Parameters
+    ----------
+    config : KaleidoConfig
+        The array (``array_rows`` x ``array_cols``), ``split``, ``batch``
+        (units a pass: :func:`kaleido.loopnest.pv_chunk`), ``F``.
+    tile : (int, int, int)
+        The largest key tile (even extents; default ``CoreConfig().tile``).
+    rows : int
+        The largest query tile (default ``CoreConfig().tile_tokens``).
+
+    Ports: ``i`` (in stream, :func:`pv_tile_in_layout`): per key tile a
+    header, the V tile, the P tile; ``o`` (out stream,
+    :func:`~kaleido.hdl.o_accumulator.o_acc_layout`, ``group`` = the
+    channel block of :func:`channel_blocks`): after the final key tile,
+    one beat per (row, channel block) of the query tile.
+
+    While a key tile's passes are issued ``i`` is not ready; it is ready
+    again once the last unit has been read from the buffers, so the next key
+    tile's fill overwrites nothing still needed. A pass shorter than
+    ``array_rows`` units is padded to ``array_rows`` units (unpaired, V =
+    0), so passes end at least ``array_rows`` beats apart and the
+    drained rows, deskewed, reach the row FIFO one a cycle. A pass starts
+    only when the row FIFO has room for its rows (credits), so a stalled
+    ``o`` never loses a drain. Cycles: :func:`kaleido.model.pv_tile_cycles`.
+    """
+
+    def __init__(self, config: KaleidoConfig | None = None, tile=None, rows: int | None = None):
+        config = as_config(config)
+        self._config = config
+        self._tile = _check_tile(CoreConfig().tile if tile is None else tile)
+        if rows is None:
+            rows = CoreConfig().tile_tokens
+        if not isinstance(rows, int) or isinstance(rows, bool):
+            raise TypeError(f"rows must be an integer, not {rows!r}")
+        if rows < 1:
+            raise ValueError(f"rows must be at least 1, not {rows!r}")
+        self._rows = rows
+        self._blocks = channel_blocks(config)
+        R, C = config.array_rows, config.array_cols
+        self._fifo_rows = R * (3 + -(-(C + 8) // R))
+        self._oacc = OAccumulator(config, C, rows, C * len(self._blocks), in_width=config.acc_width)
+        acc_width = default_acc_width(SoftmaxFormat())  # the O accumulators' default
+        super().__init__(
+            {
+                "i": In(stream.Signature(pv_tile_in_layout(config.d, self._tile, rows))),
+                "o": Out(stream.Signature(o_acc_layout(acc_width, C, rows, len(self._blocks)))),
+            }
+        )
+
+    @property
+    def blocks(self) -> list[tuple[int, int, int]]:
+        return list(self._blocks)
+
+    @property
+    def row_blocks(self) -> int:
+        return -(-self._rows // self._config.array_rows)
+
+    @property
+    def half(self) -> int:
+        """Words of a bank per row block: half the tile's tokens."""
+        t, y, x = self._tile
+        return t * y * x // 2
+
+    @property
+    def fifo_rows(self) -> int:
+        """Depth of the drained-row FIFO (and the credits a pass reserves
+        ``array_rows`` of)."""
+        return self._fifo_rows
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        R, C, d = cfg.array_rows, cfg.array_cols, cfg.d
+        chunk = pv_chunk(cfg)
+        nb, rbs, half = len(self._blocks), self.row_blocks, self.half
+        beat = self.i.payload
+
+        # -- buffers: two banks each, one write and one read port per bank --
+        v_word = data.ArrayLayout(signed(8), d)
+        v_banks = [Memory(shape=v_word, depth=half, init=[]) for _ in range(2)]
+        p_banks = [Memory(shape=unsigned(R * P_BITS), depth=rbs * half, init=[]) for _ in range(2)]
+        for b in range(2):
+            m.submodules[f"v_tile{b}"] = v_banks[b]
+            m.submodules[f"p_tile{b}"] = p_banks[b]
+        v_wr = [mem.write_port() for mem in v_banks]
+        p_wr = [mem.write_port(granularity=P_BITS) for mem in p_banks]
+        v_rd = [mem.read_port() for mem in v_banks]
+        p_rd = [mem.read_port() for mem in p_banks]
+
+        # -- the key tile's header --
+        T, H, W = (Signal(range(e + 1), name=n) for e, n in zip(self._tile, ("T", "H", "W"), strict=True))
+        We = Signal(range(self._tile[2] + 2))
+        n_rows = Signal(range(self._rows + 1))
+        first_kt, final_kt = Signal(), Signal()
+        m.d.comb += We.eq(W + W[0])
+
+        def addr(t, y, x):
+            return (((t * H + y) * We + x) >> 1)[: max(1, (half - 1).bit_length())]
+
+        def parity(t, y, x):
+            return t[0] ^ y[0] ^ x[0]
+
+        # -- fill: header, V rows, P values --
+        IDLE, VFILL, PFILL, RUN = range(4)
+        state = Signal(range(4))
+        ft, fy, fx = Signal.like(T), Signal.like(H), Signal.like(W)
+        frb = Signal(range(max(rbs, 2)))
+        fr = Signal(range(max(R, 2)))
+        fx_end, fy_end, ft_end = fx + 1 == W, fy + 1 == H, ft + 1 == T
+        tok_end = fx_end & fy_end & ft_end
+        m.d.comb += self.i.ready.eq(state != RUN)
+        take = self.i.valid & self.i.ready
+        fbank = parity(ft, fy, fx)
+        faddr = addr(ft, fy, fx)
+        for b in range(2):
+            m.d.comb += [
+                v_wr[b].addr.eq(faddr),
+                v_wr[b].data.eq(beat.v),
+                v_wr[b].en.eq(take & (state == VFILL) & (fbank == b)),
+                p_wr[b].addr.eq(frb * half + faddr),
+                p_wr[b].data.eq(Cat(*([beat.p] * R))),
+                p_wr[b].en.eq(Mux(take & (state == PFILL) & (fbank == b), 1 << fr, 0)),
+            ]
+
+        def step_fill():
+            m.d.sync += fx.eq(fx + 1)
+            with m.If(fx_end):
+                m.d.sync += [fx.eq(0), fy.eq(fy + 1)]
+                with m.If(fy_end):
+                    m.d.sync += [fy.eq(0), ft.eq(ft + 1)]
+                    with m.If(ft_end):
+                        m.d.sync += ft.eq(0)
+
+        # -- the walk: channel blocks, row blocks, passes of units --
+        blk = Signal(range(max(nb, 2)))
+        rb = Signal(range(max(rbs, 2)))
+        uc = Signal(range(max(chunk, R) + 1))
+        wt, wy, wx = Signal.like(T), Signal.like(H), Signal.like(W)
+        exh = Signal()  # the (block, row block)'s units are all issued
+        pass_first = Signal()  # the current pass is its (block, row block)'s first
+        axis = Signal(range(3))
+        m.d.comb += axis.eq(Array(Const(a, range(3)) for _, _, a in self._blocks)[blk])
+        st, sy, sx = 1 + (axis == 0), 1 + (axis == 1), 1 + (axis == 2)
+        nx, ny, nt = wx + sx, wy + sy, wt + st
+        x_wrap, y_wrap = nx >= W, ny >= H
+        w_last = x_wrap & y_wrap & (nt >= T)
+        along = Mux(axis == 0, wt + 1 < T, Mux(axis == 1, wy + 1 < H, wx + 1 < W))
+        paired = Signal()
+        m.d.comb += paired.eq(along)
+        ft_, fy_, fx_ = wt + (axis == 0), wy + (axis == 1), wx + (axis == 2)
+        a_bank = parity(wt, wy, wx)
+        a_addr, f_addr = addr(wt, wy, wx), addr(ft_, fy_, fx_)
+
+        real = ~exh & (uc < chunk)
+        exh_next = exh | (real & w_last)
+        uc_next = uc + 1
+        pass_last = ~((~exh_next & (uc_next < chunk)) | (uc_next < R))
+        block_last = pass_last & exh_next
+        rb_last = (rb + 1) * R >= n_rows  # the query tile's last row block
+        run_last = block_last & rb_last & (blk == nb - 1)
+
+        left = n_rows - rb * R  # rows of the query tile from this row block on
+
+        # credits: rows of the row FIFO reserved by passes in flight
+        D = self._fifo_rows
+        inflight = Signal(range(D + 1))
+        credit_ok = (uc != 0) | (inflight + R <= D)
+
+        # stage B: the unit read from the buffers
+        b_valid = Signal()
+        b_pad, b_absent, b_bank, b_last = Signal(), Signal(), Signal(), Signal()
+        b_blk = Signal.like(blk)
+        b_rows = Signal(range(R + 1))  # rows of the unit's row block in the query tile (the rest read as P = 0)
+        arr = PvArray(cfg)
+        m.submodules.array = arr
+        b_free = ~b_valid | arr.units.ready
+        issue = (state == RUN) & b_free & credit_ok
+        for b in range(2):
+            a_here = a_bank == b
+            m.d.comb += [
+                v_rd[b].addr.eq(Mux(a_here, a_addr, f_addr)),
+                p_rd[b].addr.eq(rb * half + Mux(a_here, a_addr, f_addr)),
+                v_rd[b].en.eq(issue),
+                p_rd[b].en.eq(issue),
+            ]
+        with m.If(b_free):
+            m.d.sync += b_valid.eq(issue)
+        with m.If(issue):
+            m.d.sync += [
+                b_pad.eq(~real),
+                b_absent.eq(~real | ~paired),
+                b_bank.eq(a_bank),
+                b_last.eq(pass_last),
+                b_blk.eq(blk),
+                b_rows.eq(Mux(left > R, R, left)),
+            ]
+
+        # the pass tags, in pass order: (row block, channel block, first, final)
+        tag_layout = data.StructLayout(
+            {"rb": range(max(rbs, 2)), "blk": range(max(nb, 2)), "first": 1, "final": 1, "nrows": range(R + 1)}
+        )
+        m.submodules.tags = tags = SyncFIFO(width=tag_layout.size, depth=D // R + 1)
+        tag_in = Signal(tag_layout)
+        m.d.comb += [
+            tag_in.rb.eq(rb),
+            tag_in.blk.eq(blk),
+            tag_in.first.eq(first_kt & pass_first),
+            tag_in.final.eq(final_kt & block_last),
+            tag_in.nrows.eq(Mux(left > R, R, left)),
+            tags.w_data.eq(tag_in),
+            tags.w_en.eq(issue & pass_last),
+        ]
+
+        with m.If(issue):
+            m.d.sync += uc.eq(uc_next)
+            with m.If(real):
+                m.d.sync += [wx.eq(nx)]
+                with m.If(x_wrap):
+                    m.d.sync += [wx.eq(0), wy.eq(ny)]
+                    with m.If(y_wrap):
+                        m.d.sync += [wy.eq(0), wt.eq(nt)]
+                m.d.sync += exh.eq(exh_next)
+            with m.If(pass_last):
+                m.d.sync += [uc.eq(0), pass_first.eq(0)]
+                with m.If(block_last):
+                    m.d.sync += [wt.eq(0), wy.eq(0), wx.eq(0), exh.eq(0), pass_first.eq(1), rb.eq(rb + 1)]
+                    with m.If(rb_last):
+                        m.d.sync += [rb.eq(0), blk.eq(blk + 1)]
+                    with m.If(run_last):
+                        m.d.sync += [blk.eq(0), state.eq(IDLE)]
+
+        # the fill's state machine
+        with m.If(take):
+            with m.Switch(state):
+                with m.Case(IDLE):
+                    m.d.sync += [
+                        T.eq(beat.t),
+                        H.eq(beat.y),
+                        W.eq(beat.x),
+                        n_rows.eq(beat.rows),
+                        first_kt.eq(beat.first),
+                        final_kt.eq(beat.final),
+                        ft.eq(0),
+                        fy.eq(0),
+                        fx.eq(0),
+                        state.eq(VFILL),
+                    ]
+                with m.Case(VFILL):
+                    step_fill()
+                    with m.If(tok_end):
+                        m.d.sync += [state.eq(PFILL), frb.eq(0), fr.eq(0)]
+                with m.Case(PFILL):
+                    step_fill()
+                    with m.If(tok_end):
+                        m.d.sync += fr.eq(fr + 1)
+                        with m.If(fr == R - 1):
+                            m.d.sync += [fr.eq(0), frb.eq(frb + 1)]
+                        with m.If((frb * R + fr + 1) == n_rows):
+                            m.d.sync += [
+                                state.eq(RUN),
+                                blk.eq(0),
+                                rb.eq(0),
+                                uc.eq(0),
+                                wt.eq(0),
+                                wy.eq(0),
+                                wx.eq(0),
+                                exh.eq(0),
+                                pass_first.eq(1),
+                            ]
+
+        # stage B -> the array's units
+        u = arr.units.payload
+        # zero while no unit is held: the read ports hold no word before the
+        # first read (X on a four-state simulator), and the payload reaches
+        # the dispatcher's registers even when not valid
+        p_a = Mux(b_valid, Mux(b_bank, p_rd[1].data, p_rd[0].data), 0)
+        p_f = Mux(b_valid, Mux(b_bank, p_rd[0].data, p_rd[1].data), 0)
+        v_a = Mux(b_valid, Mux(b_bank, v_rd[1].data.as_value(), v_rd[0].data.as_value()), 0)
+        v_f = Mux(b_valid, Mux(b_bank, v_rd[0].data.as_value(), v_rd[1].data.as_value()), 0)
+        m.d.comb += [arr.units.valid.eq(b_valid), arr.hold.eq(0)]
+        for r in range(R):
+            m.d.comb += [
+                u.p_a[r].eq(Mux(r < b_rows, p_a[r * P_BITS : (r + 1) * P_BITS], 0)),
+                u.p_f[r].eq(Mux(b_absent | (r >= b_rows), 0, p_f[r * P_BITS : (r + 1) * P_BITS])),
+            ]
+        with m.Switch(b_blk):
+            for k, (start, count, _) in enumerate(self._blocks):
+                with m.Case(k):
+                    # ``absent`` and ``last`` in the same process as the V lanes: a
+                    # field driven alone from a register becomes an ``always @*``
+                    # that no event wakes at time 0 in the emitted Verilog (X on Icarus)
+                    m.d.comb += [u.absent.eq(b_absent), u.last.eq(b_last)]
+                    for c in range(count):
+                        lo = (start + c) * 8
+                        m.d.comb += [
+                            u.v_a[c].eq(Mux(b_pad, 0, v_a[lo : lo + 8])),
+                            u.v_f[c].eq(Mux(b_absent, 0, v_f[lo : lo + 8])),
+                        ]
+
+        # -- drains: deskew each PE row (lane c waits C - 1 - c cycles) --
+        aligned = []
+        for r in range(R):
+            lanes = []
+            for c in range(C):
+                val = arr.tiles[r][c].value
+                for s in range(C - 1 - c):
+                    nxt = Signal(signed(cfg.acc_width), name=f"skew_{r}_{c}_{s}")
+                    m.d.sync += nxt.eq(val)
+                    val = nxt
+                lanes.append(val)
+            aligned.append((arr.tiles[r][C - 1].valid, lanes))
+        row_valid = Signal()
+        row_r = Signal(range(max(R, 2)))
+        row_vals = Signal(data.ArrayLayout(signed(cfg.acc_width), C))
+        for r, (valid, lanes) in enumerate(aligned):
+            with m.If(valid):
+                m.d.comb += [row_valid.eq(1), row_r.eq(r)]
+                m.d.comb += [row_vals[c].eq(v) for c, v in enumerate(lanes)]
+
+        oacc = self._oacc
+        m.submodules.o_acc = oacc
+        part = o_partial_layout(cfg.acc_width, C, self._rows, nb)
+        m.submodules.rows = fifo = SyncFIFOBuffered(width=part.size, depth=D)
+        head = Signal(tag_layout)
+        m.d.comb += head.eq(tags.r_data)
+        row_real = row_valid & (row_r < head.nrows)
+        w = Signal(part)
+        counts = Array(Const(count, range(C + 1)) for _, count, _ in self._blocks)
+        m.d.comb += [
+            w.values.eq(row_vals),
+            w.count.eq(counts[head.blk]),
+            w.row.eq(head.rb * R + row_r),
+            w.group.eq(head.blk),
+            w.first.eq(head.first),
+            w.final.eq(head.final),
+            fifo.w_data.eq(w),
+            fifo.w_en.eq(row_real),
+            tags.r_en.eq(row_valid & (row_r == R - 1)),
+        ]
+        pop = fifo.r_rdy & oacc.i.ready
+        m.d.comb += [oacc.i.valid.eq(fifo.r_rdy), oacc.i.payload.eq(fifo.r_data), fifo.r_en.eq(oacc.i.ready)]
+        released = pop + (row_valid & ~row_real)
+        m.d.sync += inflight.eq(inflight + Mux(issue & (uc == 0), R, 0) - released)
+        wiring.connect(m, oacc.o, wiring.flipped(self.o))
+        return m

@@ -1,0 +1,133 @@
+"""The P V tile stage (hdl/pv_tile.py, issue 13) in the Amaranth simulator:
+bit-exact O accumulators against golden's ``pv_tile_accumulate``, the
+cycle model exactly, partial and odd key tiles, stalls, bad parameters.
+The three-simulator runs with stall patterns are in test_blocks.py (block
+``pv_tile``)."""
+
+import numpy as np
+import pytest
+
+from kaleido.config import KaleidoConfig
+from kaleido.golden.core import pv_tile_accumulate, tile_operands
+from kaleido.hdl.pv_tile import PvTile
+from kaleido.loopnest import tile_boxes
+from kaleido.model import pv_tile_beats, pv_tile_cycles
+from kaleido.tb.benches import stream_bench
+from kaleido.tb.kit import simulate
+from kaleido.tb.pv_tile_cases import pv_tile_words, random_key_tile
+
+TILE = (2, 2, 4)
+CONFIGS = {
+    "b4": KaleidoConfig(batch=4, split=(5, 3, 4)),
+    "b16": KaleidoConfig(batch=16, split=(4, 6, 2)),
+    "F3": KaleidoConfig(batch=8, split=(3, 2, 7), F=3, P=1),
+}
+#: query tiles of (rows, key tile shapes): full, partial and odd boxes
+WALK = [(1, [(2, 2, 4)]), (6, [(1, 2, 3), (2, 1, 4), (2, 2, 4)]), (3, [(2, 2, 1)]), (5, [(1, 1, 1), (2, 2, 3)])]
+
+
+def _run(cfg, walk, seed, stalls=("none", "none"), source="random"):
+    rng = np.random.default_rng(seed)
+    qts = [[random_key_tile(rng, s, rows, cfg.d, source) for s in shapes] for rows, shapes in walk]
+    ins, expected = pv_tile_words(cfg, TILE, 6, qts)
+    bench = lambda be: stream_bench(be, ins, in_stall=stalls[0], out_stall=stalls[1], seed=seed, drain=2000)
+    got, cycles = simulate(PvTile(cfg, TILE, 6), bench)
+    model = pv_tile_cycles([(kts[0][1].shape[0], [(V, s) for s, _, V in kts]) for kts in qts], cfg)
+    return expected, got, cycles, model
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("source", ["random", "video"])
+def test_bit_exact_and_the_model_is_the_rtl(name, source, seed):
+    """Four query tiles (1 to 6 rows) over full, partial and odd key
+    tiles: every total equals golden's, and the cycles equal
+    :func:`pv_tile_cycles` exactly."""
+    expected, got, cycles, model = _run(CONFIGS[name], WALK, seed, source=source)
+    assert got == expected, f"seed {seed}"
+    assert cycles == model, f"seed {seed}: RTL {cycles} cycles, model {model}"
+
+
+@pytest.mark.parametrize("stalls", [("random", "none"), ("none", "random"), ("random", "random")])
+def test_stalls_change_no_value(stalls, seed):
+    """A stalled ``o`` fills the row FIFO; the credits stop passes before it
+    overflows, so no drain is lost."""
+    expected, got, _, _ = _run(CONFIGS["b4"], WALK, seed, stalls)
+    assert got == expected, f"seed {seed}"
+
+
+def test_golden_is_core_attentions_acc(seed):
+    """``pv_tile_accumulate`` of a head's tiles equals ``P V_eff`` summed
+    over the key tiles as ``core_attention`` does (its ``acc``, from
+    ``tile_operands``): the P of the whole head restricted to one query
+    tile."""
+    rng = np.random.default_rng(seed)
+    grid, split, tile = (3, 3, 5), (4, 6, 2), (2, 2, 4)
+    V = rng.integers(-128, 128, (45, 12)).astype(np.int8)
+    P = rng.integers(0, 128, (5, 45))
+    boxes = tile_boxes(grid, tile)
+    got = pv_tile_accumulate(
+        [P[:, b.tokens] for b in boxes], [V[b.tokens] for b in boxes], [b.shape for b in boxes], split
+    )
+    want = sum(P[:, b.tokens] @ tile_operands(V, b, split, 5, 3, "v").astype(np.int64) for b in boxes)
+    assert (got == want).all(), f"seed {seed}"
+
+
+def test_model_counts_padding_and_reuse():
+    """A smooth V (all FULL) takes one beat a pair; passes shorter than the
+    array's rows are padded."""
+    cfg = KaleidoConfig()
+    V = np.zeros((64, 128), np.int8)
+    beats, _ = pv_tile_beats(V, (2, 4, 8), 64, cfg)
+    assert beats == 16 * 32 * 32  # 16 row blocks, 32 channel blocks, 32 pairs -> 4 passes of 8 one-beat units
+    beats, _ = pv_tile_beats(V[:1], (1, 1, 1), 1, cfg)
+    assert beats == 32 * 4  # one unpaired unit a block, padded to 4
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: PvTile(rows=0), ValueError, "rows must be at least 1, not 0"),
+        (lambda: PvTile(rows=2.0), TypeError, "rows must be an integer, not 2.0"),  # type: ignore[arg-type]
+        (
+            lambda: PvTile(tile=(2, 3, 4)),
+            ValueError,
+            r"tile must be three even extents >= 2 .*, not \(2, 3, 4\)",
+        ),
+        (lambda: PvTile(tile=5), TypeError, "tile must be three even extents"),
+        (lambda: PvTile({"d": 3}), TypeError, "config must be a KaleidoConfig"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_parameters_are_named(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_bad_model_input_is_named():
+    with pytest.raises(ValueError, match="walk must hold at least one query tile"):
+        pv_tile_cycles([])
+    with pytest.raises(ValueError, match="grid"):
+        pv_tile_beats(np.zeros((8, 128), np.int8), (2, 2, 3), 1)
+
+
+def test_a_long_stall_on_o_loses_no_drain(seed):
+    """``o`` not ready for 1,500 cycles, then ready: the passes of the final
+    key tile keep draining rows into the row FIFO; the credits must stop
+    new passes before it overflows (a seeded bug with no credits loses
+    rows here)."""
+    import itertools
+
+    from kaleido.tb.kit import StreamSink, StreamSource, run
+
+    cfg = CONFIGS["b4"]
+    rng = np.random.default_rng(seed)
+    qts = [[random_key_tile(rng, (2, 2, 4), 6, cfg.d), random_key_tile(rng, (2, 2, 3), 6, cfg.d)]]
+    ins, expected = pv_tile_words(cfg, TILE, 6, qts)
+
+    async def bench(be):
+        src = StreamSource("i", ins)
+        sink = StreamSink("o")
+        sink._stall = itertools.chain([1] * 1500, itertools.repeat(0))
+        await run(be, sources=[src], sinks=[sink], drain=2000)
+        return sink.words
+
+    assert simulate(PvTile(cfg, TILE, 6), bench) == expected, f"seed {seed}"
