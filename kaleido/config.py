@@ -12,7 +12,7 @@ import dataclasses
 import math
 import numbers
 
-from .checks import check_side, check_split, check_thresholds, is_int
+from .checks import check_group_thresholds, check_side, check_split, check_thresholds, is_int
 
 __all__ = [
     "KaleidoConfig",
@@ -98,7 +98,13 @@ class KaleidoConfig:
     ----------
     F, P : int
         Full- and partial-match thresholds in leading equal bits,
-        ``1 <= P <= F <= 9`` (9 = never; ``F = P = 9`` turns reuse off).
+        ``1 <= P <= F <= 9`` (9 = never; ``F = P = 9`` turns reuse off):
+        every channel group's unless ``group_thresholds`` is given, and
+        ``F`` is always P V's FULL threshold on V.
+    group_thresholds : three (F, P) pairs or None
+        Per channel group (t, x, y) thresholds of ``Q K^T`` (issue 14);
+        ``None`` = ``(F, P)`` in every group (the paper's). The engine
+        takes them at run time (per head); this is its reset value.
     split : (int, int, int)
         Channel groups ``(d_t, d_x, d_y)``; ``d = sum(split)``.
     batch : int
@@ -125,12 +131,15 @@ class KaleidoConfig:
     accumulators: int = 3
     array_rows: int = 4
     array_cols: int = 4
+    group_thresholds: tuple | None = None
     #: None on input derives the width; after validation always an int
     acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
 
     def __post_init__(self):
         check_thresholds(self.F, self.P)
+        if self.group_thresholds is not None:
+            object.__setattr__(self, "group_thresholds", check_group_thresholds(self.group_thresholds))
         object.__setattr__(self, "split", check_split(self.split))
         for field in ("batch", "lookahead", "array_rows", "array_cols"):
             value = getattr(self, field)
@@ -162,6 +171,13 @@ class KaleidoConfig:
     def d(self) -> int:
         """Head dimension, ``sum(split)``."""
         return sum(self.split)
+
+    @property
+    def thresholds(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        """``Q K^T``'s ``(F, P)`` per channel group (t, x, y)."""
+        if self.group_thresholds is None:
+            return ((self.F, self.P),) * 3
+        return self.group_thresholds
 
     @property
     def min_acc_width(self) -> int:

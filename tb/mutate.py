@@ -138,9 +138,30 @@ MUTANTS = [
     Mutant(
         "detector_full",
         "hdl/detector.py",
-        "full = (x[8 - F :] == 0) if F <= 8 else Const(0)",
-        "full = (x[9 - F :] == 0) if F <= 8 else Const(0)",
+        "((0xFF << (8 - n)) & 0xFF) if n <= 8 else 0x100",
+        "((0xFF << (9 - n)) & 0xFF) if n <= 8 else 0x100",
         "detector compare",
+    ),
+    Mutant(
+        "detector_threshold_swap",
+        "hdl/detector.py",
+        "full_mask.eq(masks[self.i.payload.full])",
+        "full_mask.eq(masks[self.i.payload.partial])",
+        "detector compare",
+    ),
+    Mutant(
+        "scheduling_one_group_thresholds",
+        "hdl/scheduling.py",
+        "pair = thresholds[n.batch_group[n.batch]]",
+        "pair = thresholds[0]",
+        "run-time thresholds",
+    ),
+    Mutant(
+        "scheduling_thresholds_never_loaded",
+        "hdl/scheduling.py",
+        "m.d.sync += thresholds.eq(self.thresholds)",
+        "m.d.sync += thresholds.eq(thresholds)",
+        "run-time thresholds",
     ),
     Mutant(
         "detector_partial_value",

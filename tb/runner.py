@@ -111,7 +111,7 @@ def run_cocotb(
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
     if grid is not None:
         tag = (
-            f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_F{config.F}P{config.P}"
+            f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_FP{''.join(f'{F}{P}' for F, P in config.thresholds)}"
             f"L{config.lookahead}{tag}"
         )
     build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"

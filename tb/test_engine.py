@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
+from kaleido.golden.grouped import grouped_scores
 from kaleido.golden.reuse import reuse_scores
 from kaleido.hdl.engine import MAX_TOKENS, KaleidoEngine, check_engine, check_engine_input
 from kaleido.model import engine_cycles
@@ -61,7 +62,7 @@ def test_engine_cocotb(sim, name, cfg, grid, seed):
 def test_engine_amaranth(kind, grid, split, batch, acc, ins, outs, seed):
     """The same checks in the Amaranth simulator (small heads: it runs at
     a few hundred cycles per second on this design)."""
-    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc)
+    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, F=5, P=3)
     w = make_workload(kind, grid, split, seed)
     S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed)
     ref = reuse_scores(w.q, w.k, grid, split, cfg.F, cfg.P)
@@ -70,6 +71,28 @@ def test_engine_amaranth(kind, grid, split, batch, acc, ins, outs, seed):
     assert compute == t.compute, f"seed {seed}: RTL {compute} compute cycles, model {t.compute}"
     if ins == outs == "none":
         assert total == t.total
+
+
+@pytest.mark.parametrize("acc, ins", [(3, "none"), (4, "random")])
+def test_engine_runtime_thresholds_amaranth(acc, ins, seed):
+    """Per-group thresholds set at run time on the ``thresholds`` port
+    (seeded random, not the build's reset value): S equals
+    :func:`~kaleido.golden.grouped.grouped_scores`, the compute cycles the
+    model's with the same thresholds."""
+    from kaleido.tb.engine_io import random_thresholds
+
+    grid, split = (2, 2, 4), (3, 5, 4)
+    cfg = KaleidoConfig(split=split, batch=4, accumulators=acc)
+    rng = np.random.default_rng(seed)
+    thresholds = random_thresholds(rng)
+    while len(set(thresholds)) < 2:  # groups that differ
+        thresholds = random_thresholds(rng)
+    w = make_workload("video", grid, split, seed)
+    S, compute, _ = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, seed=seed, thresholds=thresholds)
+    ref = grouped_scores(w.q, w.k, grid, split, thresholds)
+    assert np.array_equal(S, ref), f"seed {seed} thresholds {thresholds}: {(S != ref).sum()} scores differ"
+    t = engine_cycles(w.q, w.k, grid, split, cfg.replace(group_thresholds=thresholds))
+    assert compute == t.compute, f"seed {seed} thresholds {thresholds}: RTL {compute} cycles, model {t.compute}"
 
 
 @pytest.mark.soak
