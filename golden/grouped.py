@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import as_int8, check_group_thresholds, check_grid, check_qk, check_qkv, check_scales, check_split
+from ..checks import as_int8, check_grid, check_group_thresholds, check_qk, check_qkv, check_scales, check_split
 from ..encoding import ABSENT, Reuse
 from ..loopnest import group_slices, pairs
 from .attention import metrics, softmax_attention

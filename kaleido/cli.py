@@ -189,8 +189,14 @@ def _perf(args):
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
-        att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales, reference=w.reference)
-        quality = att.metrics
+        if cfg.group_thresholds is None:
+            att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales, reference=w.reference)
+            quality = att.metrics
+        else:  # per-group thresholds on Q K^T, P V's FULL rule at F
+            from .golden.grouped import hw_attention
+
+            hw = hw_attention(w.q, w.k, w.v, w.grid, w.split, cfg.thresholds, [cfg.F] * 3, scales=w.scales)
+            quality = {"vs_int8": hw["vs_int8"]}
     t0 = time.time()
     r = run_model(
         w.q,

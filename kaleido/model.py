@@ -53,12 +53,11 @@ import math
 
 import numpy as np
 
-
 from .checks import check_qk
 from .config import LFSR_SEED, KaleidoConfig, SoftmaxFormat, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
-from .golden.loopnest import unit_order
 from .golden.grouped import grouped_follower_classes, grouped_op_counts
+from .golden.loopnest import unit_order
 from .golden.scheduler import reuse_strings, schedule, schedule_cycles
 from .loopnest import batches, chunks, unit_tags
 

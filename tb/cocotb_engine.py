@@ -114,7 +114,8 @@ async def demo(dut):
     _check(S, compute, total, t, w, False, f"demo seed {s}")
     lines = [
         f"Kaleido engine demo: synthetic video head, grid {GRID} ({N} tokens), split {CFG.split}, "
-        f"batch {CFG.batch}, (F,P) per group {CFG.thresholds}, L={CFG.lookahead}, {CFG.accumulators} accumulators, seed {s}",
+        f"batch {CFG.batch}, (F,P) per group {CFG.thresholds}, L={CFG.lookahead}, "
+        f"{CFG.accumulators} accumulators, seed {s}",
         f"  S ({N}x{N}) == grouped_scores: bit-exact ({N * N} scores)",
         f"  engine compute cycles : {compute:>9,d}  (model {t.compute:,d}: passes {t.passes:,d} + dispatcher "
         f"idle {t.stall:,d} + drain {array_drain(CFG) + 2}; scheduling {t.schedule:,d}, overlapped)",

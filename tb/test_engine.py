@@ -19,13 +19,14 @@ from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 #: engine elaborations under cocotb: (id, config, grid, simulators)
 #: e1: 7- and 5-channel groups at batch 4 (4+3, 4+1: the 56 = 16+16+16+8 style)
-#: e2: odd extents on every axis (unpaired units in every group)
+#: e2: odd extents on every axis (unpaired units in every group), the paper's design at (5,4)
+#: (the others: the default design, per-group thresholds and 4 accumulators)
 #: e3: the issue's 4x8x8 (256 tokens, 128 units per group: two scheduler windows)
 #: e4: the HunyuanVideo split (16, 56, 56) at BATCH 16 (56 = 16+16+16+8); Icarus
 #:     runs it in `make sim` (~220 cycles/s), too slow for five heads here
 ENGINES = [
     ("e1", KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4), SIMULATORS),
-    ("e2", KaleidoConfig(split=(3, 6, 5), batch=4, P=4), (3, 3, 5), SIMULATORS),
+    ("e2", KaleidoConfig.paper(split=(3, 6, 5), batch=4, P=4), (3, 3, 5), SIMULATORS),
     ("e3", KaleidoConfig(split=(2, 3, 3), batch=4), (4, 8, 8), ("verilator",)),
     ("e4", KaleidoConfig.preset("hunyuan", batch=16), (2, 4, 4), ("verilator",)),
 ]
@@ -230,5 +231,5 @@ def test_engine_two_heads_one_instance(seed):
 
     for w, res in zip(heads, simulate(dut, both), strict=True):
         S = decode_scores(res.values, dut.n_tokens, dut.s_width)
-        assert np.array_equal(S, reuse_scores(w.q, w.k, grid, split, cfg.F, cfg.P)), f"seed {seed}"
+        assert np.array_equal(S, grouped_scores(w.q, w.k, grid, split, cfg.thresholds)), f"seed {seed}"
         assert res.compute == engine_cycles(w.q, w.k, grid, split, cfg).compute, f"seed {seed}"
