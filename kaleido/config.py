@@ -92,6 +92,10 @@ def signed_width(max_abs: int) -> int:
     return int(max_abs).bit_length() + 1
 
 
+#: the default design's per-group thresholds (t, x, y)
+DEFAULT_GROUP_THRESHOLDS = ((7, 4), (7, 4), (6, 4))
+
+
 @dataclasses.dataclass(frozen=True)
 class KaleidoConfig:
     """Frozen, validated configuration of a Kaleido build.
@@ -113,11 +117,12 @@ class KaleidoConfig:
         Per channel group (t, x, y) thresholds of ``Q K^T`` (issue 14);
         ``None`` = ``(F, P)`` in every group (the paper's). The engine
         takes them at run time (per head); this is its reset value. The
-        default, :data:`DEFAULT_GROUP_THRESHOLDS`, goes with the default
-        ``(F, P) = (7, 4)`` only: a configuration made with another
-        ``(F, P)`` and these per-group thresholds gets ``None`` (so
-        ``KaleidoConfig(F=5, P=3)`` and ``config.replace(F=6)`` mean the
-        same pair in every group).
+        default (the field left unset: the object
+        :data:`DEFAULT_GROUP_THRESHOLDS`) goes with the default
+        ``(F, P) = (7, 4)`` only: with another ``(F, P)`` it becomes
+        ``None``, so ``KaleidoConfig(F=5, P=3)`` and a default
+        configuration's ``replace(F=6)`` mean one pair in every group.
+        Per-group thresholds given explicitly are always kept.
     split : (int, int, int)
         Channel groups ``(d_t, d_x, d_y)``; ``d = sum(split)``.
     batch : int
@@ -144,17 +149,17 @@ class KaleidoConfig:
     accumulators: int = 4
     array_rows: int = 4
     array_cols: int = 4
-    group_thresholds: tuple | None = ((7, 4), (7, 4), (6, 4))  # DEFAULT_GROUP_THRESHOLDS
+    group_thresholds: tuple | None = DEFAULT_GROUP_THRESHOLDS
     #: None on input derives the width; after validation always an int
     acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
 
     def __post_init__(self):
         check_thresholds(self.F, self.P)
-        if self.group_thresholds == DEFAULT_GROUP_THRESHOLDS and (self.F, self.P) != (7, 4):
-            # another (F, P) without its own per-group thresholds: uniform
+        if self.group_thresholds is DEFAULT_GROUP_THRESHOLDS and (self.F, self.P) != (7, 4):
+            # another (F, P) and the field's default (not thresholds given): uniform
             object.__setattr__(self, "group_thresholds", None)
-        if self.group_thresholds is not None:
+        if self.group_thresholds is not None and self.group_thresholds is not DEFAULT_GROUP_THRESHOLDS:
             object.__setattr__(self, "group_thresholds", check_group_thresholds(self.group_thresholds))
         object.__setattr__(self, "split", check_split(self.split))
         for field in ("batch", "lookahead", "array_rows", "array_cols"):
@@ -455,9 +460,6 @@ PRESETS = {
     "wan": {"split": (44, 42, 42)},
 }
 
-
-#: the default design's per-group thresholds (t, x, y)
-DEFAULT_GROUP_THRESHOLDS = ((7, 4), (7, 4), (6, 4))
 
 #: the named designs (issue 14): ``default``, the project's (four
 #: accumulators, per-group thresholds t (7,4) x (7,4) y (6,4), 40 dB on the
