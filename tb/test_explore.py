@@ -51,7 +51,8 @@ def head():
     "overrides, variant, order, arrays, gap",
     [
         ({}, "full", "lfsr", 1, 0),
-        ({"accumulators": 4}, "full", "lfsr", 1, 1),
+        ({"F": 5, "P": 3, "accumulators": 3}, "full", "lfsr", 1, 1),
+        ({"group_thresholds": ((5, 3), (6, 4), (4, 4)), "accumulators": 3}, "full", "lfsr", 1, 0),
         ({"F": 6, "P": 4}, "pe-m", "queue", 3, 0),
         ({"array_rows": 2, "array_cols": 2, "accumulators": 4}, "full", "lfsr", 4, 0),
         ({"array_rows": 1, "array_cols": 2, "lookahead": 8}, "pe-m", "queue", 2, 1),
