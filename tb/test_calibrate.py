@@ -32,7 +32,10 @@ def _toy(fp) -> float:
 def test_search_on_a_toy_quality():
     """The first rung at the floor, then single-group steps down while the
     floor holds and the speedup (here: lower F is faster) grows."""
-    speed = lambda fp: {"attention_speedup": 100.0 - sum(F for F, _ in fp)}  # noqa: E731
+
+    def speed(fp):
+        return {"attention_speedup": 100.0 - sum(F for F, _ in fp)}
+
     chosen, best, search = search_thresholds(_toy, speed, 40.0)
     assert _toy(chosen) >= 40.0 and best == speed(chosen)
     rung = next(fp for fp in LADDER if _toy([fp] * 3) >= 40.0)
