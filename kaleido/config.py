@@ -256,7 +256,7 @@ class KaleidoConfig:
         """The :data:`DESIGNS` name whose reuse settings (thresholds,
         accumulators) this configuration has, or ``None``."""
         for name, fields in DESIGNS.items():
-            if cls_fields_match(self, fields):
+            if has_design_fields(self, fields):
                 return name
         return None
 
@@ -466,13 +466,13 @@ PRESETS = {
 #: tuning and held-out sets; docs/EXPLORATION.md), and ``paper``, the
 #: paper's ((5,3), three accumulators). Everything else (split, batch,
 #: array, lookahead) is shared. ``--design`` on every command line.
-DESIGNS = {
+DESIGNS: dict[str, dict] = {
     "default": {"F": 7, "P": 4, "group_thresholds": DEFAULT_GROUP_THRESHOLDS, "accumulators": 4},
     "paper": {"F": 5, "P": 3, "group_thresholds": None, "accumulators": 3},
 }
 
 
-def cls_fields_match(config: KaleidoConfig, fields: dict) -> bool:
+def has_design_fields(config: KaleidoConfig, fields: dict) -> bool:
     """Whether ``config`` has every value of ``fields`` (thresholds compared
     per group)."""
     for key, value in fields.items():
