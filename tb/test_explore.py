@@ -146,7 +146,7 @@ def test_pass_aware_order_is_a_permutation_inside_windows():
 
 def test_candidate_numbers_equal_a_direct_model_call(head):
     row = measure(SMALL, PAPER)
-    cfg = KaleidoConfig(split=head.split)
+    cfg = KaleidoConfig.paper(split=head.split)
     r = run_model(head.q, head.k, head.grid, head.split, cfg, variant="full")
     att = attention_stages(r, head.v, head.grid, head.split, cfg)["attention"]
     assert (row["qk_cycles"], row["qk_dense_cycles"]) == (r.cycles, r.dense_cycles)
