@@ -8,6 +8,7 @@ the whole head's cycle count."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -108,13 +109,15 @@ async def demo(dut):
     s = seed()
     await start(dut)
     w = make_workload("video", GRID, CFG.split, s)
+    env = os.environ.get("KALEIDO_THRESHOLDS")
+    th = CFG.thresholds if not env else tuple(tuple(x) for x in json.loads(env))
     t0 = time.time()
-    S, compute, total, t = await run_head(dut, w, "none", "none", s)
+    S, compute, total, t = await run_head(dut, w, "none", "none", s, th)
     wall = time.time() - t0
-    _check(S, compute, total, t, w, False, f"demo seed {s}")
+    _check(S, compute, total, t, w, False, f"demo seed {s}", th)
     lines = [
         f"Kaleido engine demo: synthetic video head, grid {GRID} ({N} tokens), split {CFG.split}, "
-        f"batch {CFG.batch}, (F,P) per group {CFG.thresholds}, L={CFG.lookahead}, "
+        f"batch {CFG.batch}, (F,P) per group {th} (run time; build {CFG.design or 'custom'}), L={CFG.lookahead}, "
         f"{CFG.accumulators} accumulators, seed {s}",
         f"  S ({N}x{N}) == grouped_scores: bit-exact ({N * N} scores)",
         f"  engine compute cycles : {compute:>9,d}  (model {t.compute:,d}: passes {t.passes:,d} + dispatcher "

@@ -202,6 +202,7 @@ def test_icarus_time0_fix(tmp_path):
         (["--split", "4,7"], r"split must be three integers"),
         (["--batch", "0"], r"batch must be at least 1, not 0"),
         (["--sim", "xcelium"], r"--sim must be one of \('icarus', 'verilator'\), not 'xcelium'"),
+        (["--thresholds", "5,6"], r"thresholds must satisfy P <= F, not F=5, P=6"),
     ],
 )
 def test_demo_rejects_bad_arguments(argv, match):
