@@ -290,7 +290,8 @@ MUTANTS = [
         "idx = np.arange(flat.size) % arrays",
         "exploration timing",
     ),
-    Mutant("explore_adaptive_floor", "kaleido/explore.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
+    Mutant("explore_adaptive_floor", "kaleido/calibrate.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
+    Mutant("calibrate_group_floor", "kaleido/calibrate.py", "if p < floor:", "if p < floor - 3:", "exploration"),
     Mutant(
         "explore_rank_floor",
         "kaleido/explore.py",
