@@ -291,6 +291,13 @@ MUTANTS = [
         "exploration timing",
     ),
     Mutant("explore_adaptive_floor", "kaleido/calibrate.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
+    Mutant(
+        "model_uniform_op_counts",
+        "kaleido/model.py",
+        "counts = grouped_op_counts(Q, K, grid, split, cfg.thresholds)",
+        "counts = grouped_op_counts(Q, K, grid, split, (cfg.F, cfg.P))",
+        "model thresholds",
+    ),
     Mutant("calibrate_group_floor", "kaleido/calibrate.py", "if p < floor:", "if p < floor - 3:", "exploration"),
     Mutant(
         "explore_rank_floor",
