@@ -12,42 +12,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import as_int8, check_grid, check_qkv, check_scales, check_split, check_thresholds
+from ..checks import as_int8, check_grid, check_group_thresholds, check_qk, check_qkv, check_scales, check_split
 from ..encoding import ABSENT, Reuse
 from ..loopnest import group_slices, pairs
 from .attention import metrics, softmax_attention
+from .ops import COSTS
 from .reuse import classify, effective_values, exact_matmul
 
 __all__ = [
     "check_group_thresholds",
     "grouped_follower_classes",
     "grouped_effective",
+    "grouped_scores",
     "grouped_v_effective",
     "hw_attention",
     "int8_attention",
     "class_histograms_grouped",
+    "grouped_op_counts",
 ]
-
-
-def check_group_thresholds(thresholds) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
-    """Three ``(F, P)`` pairs, one per channel group (t, x, y), each valid
-    for :func:`kaleido.checks.check_thresholds`; one pair is repeated."""
-    try:
-        items = list(thresholds)
-    except TypeError:
-        raise ValueError(f"thresholds must be an (F, P) pair or three of them, not {thresholds!r}") from None
-    if len(items) == 2 and all(isinstance(x, (int, np.integer)) for x in items):
-        items = [tuple(items)] * 3
-    if len(items) != 3:
-        raise ValueError(f"thresholds must be an (F, P) pair or three of them (t, x, y), not {thresholds!r}")
-    out = []
-    for pair in items:
-        try:
-            F, P = pair
-        except (TypeError, ValueError):
-            raise ValueError(f"each group's thresholds must be an (F, P) pair, not {pair!r}") from None
-        out.append(check_thresholds(F, P))
-    return out[0], out[1], out[2]
 
 
 def _classes(Z, grid, split, thresholds):
@@ -80,6 +62,17 @@ def grouped_effective(Z, grid, split, thresholds, *, side: str = "column") -> np
     for sl, anchors, followers, cls in _classes(Z, grid, split, thresholds):
         out[followers, sl] = effective_values(Z[anchors, sl], Z[followers, sl], cls, side)
     return out
+
+
+def grouped_scores(Q, K, grid, split, thresholds):
+    """Exact reuse scores with per-group thresholds, int64 ``(N, N)``: the
+    engine's ``S`` (Q row side, K column side;
+    :func:`kaleido.golden.reuse.reuse_scores` with one pair)."""
+    grid, split = check_qk(Q, K, grid, split)
+    fp = check_group_thresholds(thresholds)
+    return exact_matmul(
+        grouped_effective(Q, grid, split, fp, side="row"), grouped_effective(K, grid, split, fp, side="column").T
+    )
 
 
 def grouped_v_effective(V, grid, split, full_bits) -> np.ndarray:
@@ -137,3 +130,12 @@ def class_histograms_grouped(Z, grid, split, thresholds) -> np.ndarray:
             hist[sl, v] = (cls == v).sum(axis=0)
         hist[sl, ABSENT] = len(pairs(grid, axis)[2])
     return hist
+
+
+def grouped_op_counts(Q, K, grid, split, thresholds) -> dict:
+    """:func:`kaleido.golden.ops.op_counts` with per-group thresholds:
+    ``dense``, ``oracle``, ``hw3`` and ``hw4`` nibble multiplies."""
+    grid, split = check_qk(Q, K, grid, split)
+    hq = class_histograms_grouped(Q, grid, split, thresholds)
+    hk = class_histograms_grouped(K, grid, split, thresholds)
+    return {kind: int(np.einsum("cq,ck,qk->", hq, hk, table)) for kind, table in COSTS.items()}

@@ -15,8 +15,8 @@ from ..config import LFSR_SEED, KaleidoConfig
 from ..encoding import ABSENT, Need, Phase
 from ..loopnest import Batch, batches, chunks, pad_units, unit_tags
 from .array import array_pass, pass_beats
+from .grouped import grouped_effective, grouped_follower_classes
 from .matcher import channel_needs, match
-from .reuse import effective, follower_classes
 from .scheduler import reuse_strings, schedule_order
 
 __all__ = [
@@ -111,11 +111,10 @@ def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, match
     ``matcher=False`` issues every needed channel as a FULL8 slot."""
     cfg = config or KaleidoConfig(split=tuple(split))
     grid, split = check_qk(Q, K, grid, split)
-    F, P = cfg.F, cfg.P
-    Qe = effective(Q, grid, split, F, P, side="row")
-    Ke = effective(K, grid, split, F, P, side="column")
-    qcls = follower_classes(Q, grid, split, F, P)
-    kcls = follower_classes(K, grid, split, F, P)
+    Qe = grouped_effective(Q, grid, split, cfg.thresholds, side="row")
+    Ke = grouped_effective(K, grid, split, cfg.thresholds, side="column")
+    qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
+    kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
     for batch in batches(cfg, grid, split):
         u, ch = batch.units, batch.channels

@@ -35,7 +35,7 @@ from .dispatcher import PassDispatcher
 from .engine_control import EngineControl
 from .pass_former import PassFormer
 from .qk_memory import QKMemory, qk_layout
-from .scheduling import SchedulingStage
+from .scheduling import SchedulingStage, thresholds_init, thresholds_layout
 
 __all__ = ["KaleidoEngine", "check_engine", "check_engine_input", "MAX_TOKENS", "s_layout", "qk_layout"]
 
@@ -95,7 +95,10 @@ class KaleidoEngine(wiring.Component):
     ``s`` (out stream of :func:`s_layout`): ``S`` row-major, ``N^2`` words,
     ``last`` on the final one. ``cycles``: compute cycles of the last head
     (from the first cycle after the final input word to the cycle before
-    the first output word). ``busy``: a head is in flight.
+    the first output word). ``busy``: a head is in flight. ``thresholds``
+    (in, :func:`~kaleido.hdl.scheduling.thresholds_layout`): the head's
+    ``(F, P)`` per channel group (t, x, y), sampled on the head's last
+    input word (reset value ``config.thresholds``).
 
     Timing (exact, always-valid ``qk``, always-ready ``s``): docs/ENGINE.md
     and :func:`kaleido.model.engine_cycles`.
@@ -126,6 +129,7 @@ class KaleidoEngine(wiring.Component):
         super().__init__(
             {
                 "qk": In(stream.Signature(qk_layout(config.batch))),
+                "thresholds": In(thresholds_layout(), init=thresholds_init(config)),
                 "s": Out(stream.Signature(s_layout(self.s_width))),
                 "cycles": Out(32),
                 "busy": Out(1),
@@ -172,6 +176,7 @@ class KaleidoEngine(wiring.Component):
         m.d.comb += [
             qk_memory.load.eq(control.load),
             scheduling.restart.eq(head_start),
+            scheduling.thresholds.eq(self.thresholds),
             scheduling.run.eq(control.run),
             scheduling.issued.eq(pass_former.issued),
             pass_former.restart.eq(head_start),

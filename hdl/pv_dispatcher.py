@@ -79,6 +79,8 @@ class PvDispatcher(wiring.Component):
             self.units.ready.eq(det.i.ready),
             det.i.payload.count.eq(C),
             det.i.payload.absent.eq(u.absent),
+            det.i.payload.full.eq(cfg.F),  # P V's FULL threshold: the configuration's F
+            det.i.payload.partial.eq(cfg.P),
         ]
         m.d.comb += [det.i.payload.anchor[c].eq(u.v_a[c]) for c in range(C)]
         m.d.comb += [det.i.payload.follower[c].eq(u.v_f[c]) for c in range(C)]

@@ -25,7 +25,7 @@ from ..checks import check_grid
 from ..config import KaleidoConfig
 from ..loopnest import batches
 from ._common import as_config
-from .detector import ReuseDetector
+from .detector import THRESHOLD_BITS, ReuseDetector
 from .encoding import Tag
 from .qk_memory import unit_read_signature
 from .scheduler import Scheduler
@@ -33,6 +33,8 @@ from .scheduler import Scheduler
 __all__ = [
     "SchedulingStage",
     "UNITS_PER_WORD",
+    "thresholds_layout",
+    "thresholds_init",
     "sorted_unit_layout",
     "sorted_read_signature",
     "unit_groups",
@@ -40,6 +42,18 @@ __all__ = [
 
 #: units per sorted-memory word: one pass's row (or column) units on the 4x4 array
 UNITS_PER_WORD = 4
+
+
+def thresholds_layout() -> data.ArrayLayout:
+    """Run-time reuse thresholds of a head: per channel group (t, x, y) the
+    detectors' ``full`` (F) and ``partial`` (P), leading equal bits."""
+    return data.ArrayLayout(data.StructLayout({"full": THRESHOLD_BITS, "partial": THRESHOLD_BITS}), 3)
+
+
+def thresholds_init(config: KaleidoConfig) -> list[dict[str, int]]:
+    """The :func:`thresholds_layout` value of ``config.thresholds`` (the
+    registers' reset value)."""
+    return [{"full": F, "partial": P} for F, P in config.thresholds]
 
 
 def unit_groups(n_units: int) -> int:
@@ -93,7 +107,10 @@ class SchedulingStage(wiring.Component):
     -----
     ``restart`` (in): a head starts (its last input word is taken): both
     schedulers reset (their LFSRs back at the seed, as the golden loop nest
-    starts every head) and batch 0 is next. ``run`` (in): walk units while
+    starts every head) and batch 0 is next. ``thresholds`` (in,
+    :func:`thresholds_layout`): the head's per-group thresholds, taken into
+    registers on ``restart`` (reset value ``config.thresholds``); every
+    batch's units go through the detectors with its channel group's pair. ``run`` (in): walk units while
     high. ``issued`` (in): batches whose passes were all taken (a bank is
     free once its previous batch's passes are). ``scheduled`` (out): batches
     whose sorted memories are complete. ``q``, ``k`` (out,
@@ -130,6 +147,7 @@ class SchedulingStage(wiring.Component):
         super().__init__(
             {
                 "restart": In(1),
+                "thresholds": In(thresholds_layout(), init=thresholds_init(config)),
                 "run": In(1),
                 "issued": In(range(n_batches + 1)),
                 "scheduled": Out(range(n_batches + 1)),
@@ -181,6 +199,10 @@ class SchedulingStage(wiring.Component):
         tw = n.token_width
         anchor, follower, paired = walk_rom.data[:tw], walk_rom.data[tw : 2 * tw], walk_rom.data[2 * tw]
         walk = self.run & n.active & (n.walk_unit < n.n_units)
+        thresholds = Signal(thresholds_layout(), init=thresholds_init(self._config))
+        with m.If(self.restart):
+            m.d.sync += thresholds.eq(self.thresholds)
+        pair = thresholds[n.batch_group[n.batch]]
         for detector, read in ((n.detect_q, self.q), (n.detect_k, self.k)):
             m.d.comb += [
                 read.batch.eq(n.batch),
@@ -191,6 +213,8 @@ class SchedulingStage(wiring.Component):
                 detector.i.payload.follower.eq(read.follower_values),
                 detector.i.payload.count.eq(n.batch_count[n.batch]),
                 detector.i.payload.absent.eq(~paired),
+                detector.i.payload.full.eq(pair.full),
+                detector.i.payload.partial.eq(pair.partial),
             ]
         with m.If(walk & n.detect_q.i.ready):
             m.d.sync += n.walk_unit.eq(n.walk_unit + 1)
@@ -297,6 +321,7 @@ class _Shared:
         self.batch_offset = Array(Const(group_offset[t.group], range(len(rom_init) + 1)) for t in batch_table)
         self.batch_units = Array(Const(len(t.units), range(max_units + 1)) for t in batch_table)
         self.batch_count = Array(Const(t.count, range(B + 1)) for t in batch_table)
+        self.batch_group = Array(Const(t.group, range(3)) for t in batch_table)
         #: the batch being scheduled, and whether its units are still walking or finishing
         self.batch = Signal(range(len(batch_table)), name="scheduling_batch")
         self.active = Signal(name="active")

@@ -36,6 +36,27 @@ def check_thresholds(F, P) -> tuple[int, int]:
     return int(F), int(P)
 
 
+def check_group_thresholds(thresholds) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """Three ``(F, P)`` pairs, one per channel group (t, x, y), each valid
+    for :func:`check_thresholds`; one pair is repeated."""
+    try:
+        items = list(thresholds)
+    except TypeError:
+        raise ValueError(f"thresholds must be an (F, P) pair or three of them, not {thresholds!r}") from None
+    if len(items) == 2 and all(is_int(x) for x in items):
+        items = [tuple(items)] * 3
+    if len(items) != 3:
+        raise ValueError(f"thresholds must be an (F, P) pair or three of them (t, x, y), not {thresholds!r}")
+    out = []
+    for pair in items:
+        try:
+            F, P = pair
+        except (TypeError, ValueError):
+            raise ValueError(f"each group's thresholds must be an (F, P) pair, not {pair!r}") from None
+        out.append(check_thresholds(F, P))
+    return out[0], out[1], out[2]
+
+
 def _positive_triple(value, shape: str, not_sequence: str, too_small: str) -> tuple[int, int, int]:
     """Three integers >= 1; the messages name ``value``: ``shape`` and
     ``not_sequence`` for a TypeError, ``too_small`` for a ValueError."""

@@ -2,11 +2,16 @@
 head, ``kaleido sweep`` on every head of a directory (Dask; docs/SWEEP.md),
 ``kaleido capture`` dumps heads from a diffusers transformer (the optional
 ``.[capture]`` extra; docs/CAPTURE.md), ``kaleido explore`` runs the design
-exploration (:mod:`kaleido.explore`).
+exploration (:mod:`kaleido.explore`), ``kaleido calibrate`` chooses a head's
+per-group thresholds (:mod:`kaleido.calibrate`). ``--design paper`` selects
+the paper's design everywhere (default: the project's, docs/EXPLORATION.md).
 
 Examples::
 
     kaleido perf --preset hunyuan --grid 4,8,8 --motion slow --variant full
+    kaleido perf --design paper --grid 4,8,8
+    kaleido calibrate --grid 4,8,8 --motion fast --out build/calibrate/head.json
+    kaleido perf --grid 4,8,8 --motion slow --thresholds build/calibrate/head.json
     kaleido explore --quick
     kaleido perf --workload my_head.npz --F 5 --P 4 --accumulators 4 --json out.json
     kaleido sweep heads/ --out build/sweep --workers 2 --thresholds 5,3 5,4 --accumulators 3 4
@@ -81,6 +86,13 @@ def _perf_parser(sub):
     hw.add_argument("--variant", default="full", choices=["pe", "pe-sh", "pe-m", "full"])
     add_config_arguments(src)  # --preset: the workload's split, and the configuration's name
     add_config_arguments(hw, ("F", "P", "batch", "lookahead", "accumulators"), preset=False)
+    hw.add_argument(
+        "--thresholds",
+        metavar="FILE|Ft,Pt,Fx,Px,Fy,Py",
+        default=None,
+        help="per-group Q K^T thresholds for this head: a kaleido calibrate JSON or six integers "
+        "(default: the design's)",
+    )
     hw.add_argument("--arrays", type=int, default=1)
     hw.add_argument("--array-size", type=_array_size, default=(4, 4), help="N or RxC pair groups")
     hw.add_argument(
@@ -185,12 +197,22 @@ def _perf(args):
 
     w = _load_workload(args)
     cfg = config_from_args(args, split=w.split, array_rows=args.array_size[0], array_cols=args.array_size[1])
+    if args.thresholds is not None:
+        from .calibrate import load_thresholds
+
+        cfg = cfg.replace(group_thresholds=load_thresholds(args.thresholds))
     if args.pass_gap < 0:
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
-        att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales, reference=w.reference)
-        quality = att.metrics
+        if cfg.group_thresholds is None:
+            att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales, reference=w.reference)
+            quality = att.metrics
+        else:  # per-group thresholds on Q K^T, P V's FULL rule at F
+            from .golden.grouped import hw_attention
+
+            hw = hw_attention(w.q, w.k, w.v, w.grid, w.split, cfg.thresholds, [cfg.F] * 3, scales=w.scales)
+            quality = {"vs_int8": hw["vs_int8"]}
     t0 = time.time()
     r = run_model(
         w.q,
@@ -215,6 +237,8 @@ def _perf(args):
     result["config"] = {
         "F": cfg.F,
         "P": cfg.P,
+        "thresholds": [list(x) for x in cfg.thresholds],
+        "design": cfg.design,
         "batch": cfg.batch,
         "lookahead": cfg.lookahead,
         "accumulators": cfg.accumulators,
@@ -246,7 +270,8 @@ def _perf(args):
     print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}{' (synthetic)' if w.meta.get('synthetic') else ''}")
     print(
         f"variant {r.variant}, {args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
-        f"(F,P)=({cfg.F},{cfg.P}), {cfg.accumulators} accumulators"
+        f"(F,P) t {cfg.thresholds[0]} x {cfg.thresholds[1]} y {cfg.thresholds[2]} (P V F={cfg.F}), "
+        f"{cfg.accumulators} accumulators, design {cfg.design or 'custom'}"
     )
     print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
@@ -331,6 +356,53 @@ def _explore_parser(sub):
     p.set_defaults(func=run)
 
 
+def _calibrate_parser(sub):
+    from .calibrate import FLOOR, MARGIN
+
+    p = sub.add_parser(
+        "calibrate",
+        help="choose a head's per-group thresholds at a PSNR floor plus a margin (issue 14)",
+        description="Run the adaptive threshold search on calibration input for one head (a file or a "
+        "synthetic head) and write the chosen per-group (F, P) as JSON for kaleido perf --thresholds and "
+        "the engine's run-time thresholds port; docs/EXPLORATION.md, 'Calibration'.",
+    )
+    src = p.add_argument_group("calibration input (a file, or a synthetic head)")
+    src.add_argument("--workload", metavar="FILE.npz", help="exchange-format .npz (q, k, v, grid, split)")
+    src.add_argument("--grid", type=_grid, default=(4, 8, 8), help="T,H,W latent tokens (default 4,8,8)")
+    src.add_argument("--motion", default="slow", choices=["slow", "fast"])
+    src.add_argument("--seed", type=int, default=0)
+    src.add_argument("--spread", type=float, default=None, help="Q/K channel-magnitude sigma")
+    add_config_arguments(src)
+    p.add_argument("--floor", type=float, default=FLOOR, help=f"PSNR floor in dB (default {FLOOR:g})")
+    p.add_argument("--margin", type=float, default=MARGIN, help=f"dB above the floor (default {MARGIN:g})")
+    p.add_argument("--out", default=os.path.join("build", "calibrate", "thresholds.json"), help="JSON to write")
+    p.set_defaults(func=_calibrate)
+
+
+def _calibrate(args) -> int:
+    from .calibrate import calibrate, save_thresholds
+
+    w = _load_workload(args)
+    cfg = config_from_args(args, split=w.split)
+    t0 = time.time()
+    result = calibrate(w.q, w.k, w.v, w.grid, w.split, cfg, scales=w.scales, floor=args.floor, margin=args.margin)
+    result["workload"] = args.workload or {
+        "preset": args.preset,
+        "grid": list(args.grid),
+        "motion": args.motion,
+        "seed": args.seed,
+        "spread": args.spread,
+    }
+    save_thresholds(result, args.out)
+    t, x, y = result["thresholds"]
+    print(
+        f"thresholds t {tuple(t)} x {tuple(x)} y {tuple(y)}: {result['psnr']:.1f} dB on the calibration input "
+        f"(floor {args.floor:g} + margin {args.margin:g}), Q K^T {result['qk_speedup']:.3f}x, attention "
+        f"{result['attention_speedup']:.3f}x ({len(result['search'])} points, {time.time() - t0:.1f} s) -> {args.out}"
+    )
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kaleido", description="Kaleido accelerator tools")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -342,6 +414,7 @@ def main(argv=None):
 
     _capture_parser(sub)
     _explore_parser(sub)
+    _calibrate_parser(sub)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

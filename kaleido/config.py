@@ -12,7 +12,7 @@ import dataclasses
 import math
 import numbers
 
-from .checks import check_side, check_split, check_thresholds, is_int
+from .checks import check_group_thresholds, check_side, check_split, check_thresholds, is_int
 
 __all__ = [
     "KaleidoConfig",
@@ -22,6 +22,8 @@ __all__ = [
     "AXES",
     "MAX_CORE_TOKENS",
     "PRESETS",
+    "DESIGNS",
+    "DEFAULT_GROUP_THRESHOLDS",
     "PRODUCT_BOUND",
     "signed_width",
     "CLUSTERS",
@@ -90,15 +92,37 @@ def signed_width(max_abs: int) -> int:
     return int(max_abs).bit_length() + 1
 
 
+#: the default design's per-group thresholds (t, x, y)
+DEFAULT_GROUP_THRESHOLDS = ((7, 4), (7, 4), (6, 4))
+
+
 @dataclasses.dataclass(frozen=True)
 class KaleidoConfig:
     """Frozen, validated configuration of a Kaleido build.
+
+    The defaults are the project's design (issue 14, docs/EXPLORATION.md,
+    "The default design"): four accumulators and per-group thresholds
+    t (7,4), x (7,4), y (6,4), which keep 40 dB on the tuning and held-out
+    sets. :meth:`paper` is the paper's design: (5,3) everywhere, three
+    accumulators (:data:`DESIGNS`).
 
     Parameters
     ----------
     F, P : int
         Full- and partial-match thresholds in leading equal bits,
-        ``1 <= P <= F <= 9`` (9 = never; ``F = P = 9`` turns reuse off).
+        ``1 <= P <= F <= 9`` (9 = never; ``F = P = 9`` turns reuse off):
+        every channel group's unless ``group_thresholds`` is given, and
+        ``F`` is always P V's FULL threshold on V.
+    group_thresholds : three (F, P) pairs or None
+        Per channel group (t, x, y) thresholds of ``Q K^T`` (issue 14);
+        ``None`` = ``(F, P)`` in every group (the paper's). The engine
+        takes them at run time (per head); this is its reset value. The
+        default (the field left unset: the object
+        :data:`DEFAULT_GROUP_THRESHOLDS`) goes with the default
+        ``(F, P) = (7, 4)`` only: with another ``(F, P)`` it becomes
+        ``None``, so ``KaleidoConfig(F=5, P=3)`` and a default
+        configuration's ``replace(F=6)`` mean one pair in every group.
+        Per-group thresholds given explicitly are always kept.
     split : (int, int, int)
         Channel groups ``(d_t, d_x, d_y)``; ``d = sum(split)``.
     batch : int
@@ -117,20 +141,26 @@ class KaleidoConfig:
         Preset name, used in build-directory and module names.
     """
 
-    F: int = 5
-    P: int = 3
+    F: int = 7
+    P: int = 4
     split: tuple = (16, 56, 56)
     batch: int = 16
     lookahead: int = 4
-    accumulators: int = 3
+    accumulators: int = 4
     array_rows: int = 4
     array_cols: int = 4
+    group_thresholds: tuple | None = DEFAULT_GROUP_THRESHOLDS
     #: None on input derives the width; after validation always an int
     acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
 
     def __post_init__(self):
         check_thresholds(self.F, self.P)
+        if self.group_thresholds is DEFAULT_GROUP_THRESHOLDS and (self.F, self.P) != (7, 4):
+            # another (F, P) and the field's default (not thresholds given): uniform
+            object.__setattr__(self, "group_thresholds", None)
+        if self.group_thresholds is not None and self.group_thresholds is not DEFAULT_GROUP_THRESHOLDS:
+            object.__setattr__(self, "group_thresholds", check_group_thresholds(self.group_thresholds))
         object.__setattr__(self, "split", check_split(self.split))
         for field in ("batch", "lookahead", "array_rows", "array_cols"):
             value = getattr(self, field)
@@ -162,6 +192,13 @@ class KaleidoConfig:
     def d(self) -> int:
         """Head dimension, ``sum(split)``."""
         return sum(self.split)
+
+    @property
+    def thresholds(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        """``Q K^T``'s ``(F, P)`` per channel group (t, x, y)."""
+        if self.group_thresholds is None:
+            return ((self.F, self.P),) * 3
+        return self.group_thresholds
 
     @property
     def min_acc_width(self) -> int:
@@ -199,11 +236,29 @@ class KaleidoConfig:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> KaleidoConfig:
-        """A named preset (``hunyuan`` or ``wan``) with optional overrides."""
+    def preset(cls, name: str, design: str = "default", **overrides) -> KaleidoConfig:
+        """A named preset (``hunyuan`` or ``wan``) of a named ``design``
+        (:data:`DESIGNS`: ``default`` or ``paper``) with optional overrides."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
-        return cls(**{**PRESETS[name], "name": name, **overrides})
+        if design not in DESIGNS:
+            raise ValueError(f"unknown design {design!r}; known designs: {sorted(DESIGNS)}")
+        return cls(**{**DESIGNS[design], **PRESETS[name], "name": name, **overrides})
+
+    @classmethod
+    def paper(cls, **overrides) -> KaleidoConfig:
+        """The paper's design (:data:`DESIGNS` ``paper``: (5,3) in every
+        group, three accumulators) with optional overrides."""
+        return cls(**{**DESIGNS["paper"], **overrides})
+
+    @property
+    def design(self) -> str | None:
+        """The :data:`DESIGNS` name whose reuse settings (thresholds,
+        accumulators) this configuration has, or ``None``."""
+        for name, fields in DESIGNS.items():
+            if has_design_fields(self, fields):
+                return name
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,6 +461,30 @@ PRESETS = {
 }
 
 
+#: the named designs (issue 14): ``default``, the project's (four
+#: accumulators, per-group thresholds t (7,4) x (7,4) y (6,4), 40 dB on the
+#: tuning and held-out sets; docs/EXPLORATION.md), and ``paper``, the
+#: paper's ((5,3), three accumulators). Everything else (split, batch,
+#: array, lookahead) is shared. ``--design`` on every command line.
+DESIGNS: dict[str, dict] = {
+    "default": {"F": 7, "P": 4, "group_thresholds": DEFAULT_GROUP_THRESHOLDS, "accumulators": 4},
+    "paper": {"F": 5, "P": 3, "group_thresholds": None, "accumulators": 3},
+}
+
+
+def has_design_fields(config: KaleidoConfig, fields: dict) -> bool:
+    """Whether ``config`` has every value of ``fields`` (thresholds compared
+    per group)."""
+    for key, value in fields.items():
+        if key == "group_thresholds":
+            want = ((fields["F"], fields["P"]),) * 3 if value is None else check_group_thresholds(value)
+            if config.thresholds != want:
+                return False
+        elif getattr(config, key) != value:
+            return False
+    return True
+
+
 #: configuration fields a command line may set, and their flags
 CLI_FIELDS = {
     "F": "--F",
@@ -421,10 +500,11 @@ CLI_FIELDS = {
 def add_config_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup, fields=(), *, preset: bool = True
 ) -> None:
-    """Add ``--preset`` (unless ``preset=False``) and a flag for each of
-    ``fields`` (keys of :data:`CLI_FIELDS`), with the defaults of
-    :class:`KaleidoConfig`: every command line reads its hardware defaults
-    from here."""
+    """Add ``--preset`` and ``--design`` (unless ``preset=False``) and a
+    flag for each of ``fields`` (keys of :data:`CLI_FIELDS`), with the
+    defaults of :class:`KaleidoConfig`: every command line reads its
+    hardware defaults from here. A flag left unset takes the design's
+    value; ``--F``/``--P`` set one pair for every group."""
     defaults = KaleidoConfig()
     if preset:
         parser.add_argument(
@@ -433,12 +513,25 @@ def add_config_arguments(
             choices=sorted(PRESETS),
             help=f"channel split preset (default {defaults.name})",
         )
+        parser.add_argument(
+            "--design",
+            default="default",
+            choices=sorted(DESIGNS),
+            help="reuse design: default (4 accumulators, per-group thresholds t(7,4) x(7,4) y(6,4)) "
+            "or paper ((5,3), 3 accumulators); default default",
+        )
     for field in fields:
         value = getattr(defaults, field)
-        parser.add_argument(CLI_FIELDS[field], dest=field, type=int, default=value, help=f"default {value}")
+        parser.add_argument(
+            CLI_FIELDS[field], dest=field, type=int, default=None, help=f"default: the design's ({value} in default)"
+        )
 
 
 def config_from_args(args: argparse.Namespace, **overrides) -> KaleidoConfig:
-    """The :class:`KaleidoConfig` of parsed arguments (:func:`add_config_arguments`)."""
-    values = {f: getattr(args, f) for f in CLI_FIELDS if hasattr(args, f)}
-    return KaleidoConfig.preset(args.preset, **{**values, **overrides})
+    """The :class:`KaleidoConfig` of parsed arguments (:func:`add_config_arguments`):
+    the preset of the design, then every flag that was given (``--F`` or
+    ``--P`` replace per-group thresholds by one pair)."""
+    values = {f: getattr(args, f) for f in CLI_FIELDS if getattr(args, f, None) is not None}
+    if "F" in values or "P" in values:
+        values["group_thresholds"] = None  # one pair for every group
+    return KaleidoConfig.preset(args.preset, getattr(args, "design", "default"), **{**values, **overrides})

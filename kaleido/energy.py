@@ -45,7 +45,7 @@ import numpy as np
 from .checks import check_qk
 from .config import KaleidoConfig
 from .encoding import ABSENT, TAGS, Part, Phase, pe_need, register_parts
-from .golden.ops import class_histograms
+from .golden.grouped import class_histograms_grouped
 from .loopnest import batches, group_slices, pv_chunk, units
 
 __all__ = [
@@ -182,7 +182,7 @@ def _padded_histograms(Z, grid, split, cfg: KaleidoConfig, size: int) -> np.ndar
     """:func:`~kaleido.golden.ops.class_histograms` with the padding units
     that complete each group's last group of ``size`` counted as unpaired
     (ABSENT): the RTL computes their T0 (and T1 or T2) on zero operands."""
-    hist = class_histograms(Z, grid, split, cfg.F, cfg.P)
+    hist = class_histograms_grouped(Z, grid, split, cfg.thresholds)
     for sl, axis in group_slices(split):
         n_units = len(units(grid, axis))
         hist[sl, ABSENT] += -(-n_units // size) * size - n_units

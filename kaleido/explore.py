@@ -44,6 +44,7 @@ import time
 
 import numpy as np
 
+from .calibrate import FLOOR, LADDER, search_thresholds
 from .config import KaleidoConfig
 from .explore_model import ISSUES, ORDERS, pv_timing, qk_timing, softmax_stage_cycles
 from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
@@ -56,6 +57,7 @@ __all__ = [
     "HELD_OUT",
     "Candidate",
     "PAPER",
+    "DEFAULT",
     "FLOOR",
     "LADDER",
     "ADAPTIVE",
@@ -74,9 +76,6 @@ __all__ = [
     "window_bounds",
     "main",
 ]
-
-#: the quality floor: attention-output PSNR against int8 attention (dB)
-FLOOR = 40.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,9 +132,6 @@ HELD_OUT = (
 #: adaptive threshold modes (:func:`measure`)
 ADAPTIVE = (None, "uniform", "group", "group-calibrated")
 
-#: thresholds the adaptive candidates try per head, uniform over the groups
-LADDER = ((4, 3), (4, 4), (5, 3), (5, 4), (6, 3), (6, 4), (7, 4), (8, 4), (9, 9))
-
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
@@ -187,10 +183,11 @@ class Candidate:
             )
 
     def config(self, split) -> KaleidoConfig:
-        F, P = check_group_thresholds(self.thresholds)[0]
+        fp = check_group_thresholds(self.thresholds)
         return KaleidoConfig(
-            F=F,
-            P=P,
+            F=fp[0][0],
+            P=fp[0][1],
+            group_thresholds=fp,
             split=tuple(split),
             accumulators=self.accumulators,
             array_rows=self.rows,
@@ -200,14 +197,27 @@ class Candidate:
 
 
 #: the paper's design, as built: (5, 3), three accumulators, one 4x4 array, scheduler and matcher
-PAPER = Candidate("paper", "paper", note="the built design (spec sec. 5-8)")
+PAPER = Candidate("paper", "paper", note="the paper's design (spec sec. 5-8), KaleidoConfig.paper()")
+
+#: the project's default design as built (KaleidoConfig()): per-group
+#: thresholds t (7,4) x (7,4) y (6,4) on Q K^T at run time, P V's FULL
+#: threshold 7, four accumulators, one 4x4 array
+DEFAULT = Candidate(
+    "default",
+    "default",
+    ((7, 4), (7, 4), (6, 4)),
+    v_full=(7, 7, 7),
+    accumulators=4,
+    area="4 accumulators (measured) + run-time per-group threshold registers (docs/SYNTH.md)",
+    note="the default design, KaleidoConfig()",
+)
 
 _PE_AREA = "PE cells 1,545 (docs/SYNTH_TABLE.md)"
 
 
 def candidates() -> list[Candidate]:
     """Every candidate of the full sweep."""
-    out = [PAPER]
+    out = [PAPER, DEFAULT]
     acc4_area = f"{_PE_AREA}; a fourth accumulator adds about 10 % (estimate: one 19-bit register and adder)"
     out.append(
         Candidate("acc4", "accumulators", accumulators=4, rtl="config", area=acc4_area, note="spec sec. 5 extension")
@@ -278,6 +288,16 @@ def candidates() -> list[Candidate]:
             rtl="no",
             area=adaptive_area,
             note="thresholds chosen at 41.5 dB on the same layer's other-motion head",
+        ),
+        Candidate(
+            "calibrated group +1.5 dB acc4 V7",
+            "adaptive",
+            accumulators=4,
+            v_full=(7, 7, 7),
+            adaptive="group-calibrated",
+            margin=1.5,
+            area="run-time per-group threshold registers (docs/SYNTH.md), set per head by kaleido calibrate",
+            note="as built: per-group Q K^T thresholds per head (kaleido calibrate), P V's FULL threshold 7",
         ),
     ]
     for (rows, cols, arrays), fp, acc in (
@@ -507,43 +527,16 @@ def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
     if cand.adaptive == "group-calibrated":
         calib = calibration_spec(spec)
         chosen = measure(calib, dataclasses.replace(cand, adaptive="group"), floor + cand.margin)
-        row = _measure_fixed(spec, cand, chosen["thresholds"], None)
+        row = _measure_fixed(spec, cand, chosen["thresholds"], cand.v_full)
         return {**row, "calibrated_on": calib.name, "calibration_psnr": chosen["psnr"], "search": chosen["search"]}
 
     def psnr(fp) -> float:
         fp = check_group_thresholds(fp)
-        return quality(spec, fp, tuple(F for F, _ in fp))[0]
+        return quality(spec, fp, tuple(F for F, _ in fp) if cand.v_full is None else tuple(cand.v_full))[0]
 
-    search = []
-    rung = LADDER[-1]
-    for fp in LADDER:
-        p = psnr(fp)
-        search.append({"thresholds": [list(fp)] * 3, "psnr": p})
-        if p >= floor:
-            rung = fp
-            break
-    current = [tuple(rung)] * 3
-    best = _measure_fixed(spec, cand, current, None)
-    search[-1]["speedup"] = best["attention_speedup"]
-    if cand.adaptive == "group" and best["psnr"] >= floor:
-        improved = True
-        while improved:
-            improved = False
-            for g in (1, 2, 0):  # x and y groups first: they hold most channels
-                F, P = current[g]
-                if F <= 4:
-                    continue
-                trial = list(current)
-                trial[g] = (F - 1, min(P, F - 1))
-                p = psnr(trial)
-                point: dict = {"thresholds": [list(x) for x in trial], "psnr": p}
-                search.append(point)
-                if p < floor:
-                    continue
-                m = _measure_fixed(spec, cand, trial, None)
-                point["speedup"] = m["attention_speedup"]
-                if m["attention_speedup"] > best["attention_speedup"]:
-                    current, best, improved = trial, m, True
+    _, best, search = search_thresholds(
+        psnr, lambda fp: _measure_fixed(spec, cand, fp, cand.v_full), floor, group=cand.adaptive == "group"
+    )
     return {**best, "search": search}
 
 

@@ -145,11 +145,12 @@ def qk_timing(
     window: int | None = None,
 ) -> QkTiming:
     """Model one head's ``Q K^T`` (see module doc). ``thresholds``: three
-    ``(F, P)`` pairs (t, x, y) or one, default the configuration's;
+    ``(F, P)`` pairs (t, x, y) or one, default the configuration's
+    (``config.thresholds``);
     ``window``: the greedy order's window in units (default the batch)."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
-    fp = check_group_thresholds((cfg.F, cfg.P) if thresholds is None else thresholds)
+    fp = check_group_thresholds(cfg.thresholds if thresholds is None else thresholds)
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
     if not isinstance(arrays, int) or arrays < 1:

@@ -53,13 +53,11 @@ import math
 
 import numpy as np
 
-from kaleido.golden.reuse import follower_classes
-
 from .checks import check_qk
 from .config import LFSR_SEED, KaleidoConfig, SoftmaxFormat, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
+from .golden.grouped import grouped_follower_classes, grouped_op_counts
 from .golden.loopnest import unit_order
-from .golden.ops import op_counts
 from .golden.scheduler import reuse_strings, schedule, schedule_cycles
 from .loopnest import batches, chunks, unit_tags
 
@@ -376,8 +374,8 @@ def run_model(
         raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
     use_sched, _ = VARIANTS[variant]
     n_tok, d = Q.shape
-    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
-    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
+    kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
     nest = batches(cfg, grid, split)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
 
@@ -394,7 +392,7 @@ def run_model(
     walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
     R, C = cfg.array_rows, cfg.array_cols
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
-    counts = op_counts(Q, K, grid, split, cfg.F, cfg.P)
+    counts = grouped_op_counts(Q, K, grid, split, cfg.thresholds)
     return _result(walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=quality)
 
 
@@ -488,8 +486,8 @@ def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> 
     carried across windows and batches."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
-    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
-    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
+    kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
     window = cfg.window("row")
     if cfg.window("column") != window:

@@ -102,6 +102,7 @@ class SweepConfig:
             split=tuple(split),
             F=self.F,
             P=self.P,
+            group_thresholds=None,  # a sweep point is one (F, P) in every group
             accumulators=self.accumulators,
             batch=self.batch,
             lookahead=self.lookahead,

@@ -46,18 +46,31 @@ def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, po
 
 
 def simulate_engine(
-    config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0, max_cycles=2_000_000, head_grid=None
+    config,
+    grid,
+    Q,
+    K,
+    *,
+    in_stall="none",
+    out_stall="none",
+    seed=0,
+    max_cycles=2_000_000,
+    head_grid=None,
+    thresholds=None,
 ):
     """One head through a :class:`KaleidoEngine` built for ``grid`` in the
     Amaranth simulator; returns ``(S, compute_cycles, total_cycles)``.
     ``head_grid`` is the head's own grid (default: the engine's); a head
-    the engine cannot take is rejected before anything is built."""
+    the engine cannot take is rejected before anything is built.
+    ``thresholds``: the head's per-group ``(F, P)`` on the engine's
+    run-time port (default: its reset value, ``config.thresholds``)."""
     from kaleido.hdl.engine import KaleidoEngine, check_engine_input
-    from kaleido.tb.engine_io import decode_scores, engine_words
+    from kaleido.tb.engine_io import decode_scores, engine_words, threshold_word
 
     check_engine_input(Q, K, grid if head_grid is None else head_grid, config.split, config, grid)
     dut = KaleidoEngine(config, grid)
     words = engine_words(Q, K, config)
+    word = None if thresholds is None else threshold_word(thresholds)
     R, C = config.array_rows, config.array_cols
     lanes = [
         (f"accumulator.writes.{r}.{c}.enable", f"accumulator.writes.{r}.{c}.address")
@@ -85,6 +98,7 @@ def simulate_engine(
             seed=seed,
             limit=max_cycles,
             each_cycle=no_collision,
+            thresholds=word,
         ),
     )
     return decode_scores(res.values, dut.n_tokens, dut.s_width), res.compute, res.total

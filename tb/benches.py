@@ -235,11 +235,17 @@ async def engine_bench(
     seed=0,
     limit=10_000_000,
     each_cycle: Callable[[Backend, int], None] | None = None,
+    thresholds: int | None = None,
 ) -> EngineResult:
     """One head's input words into :class:`~kaleido.hdl.engine.KaleidoEngine`'s
     ``qk`` (bubbles by ``in_stall``), its scores out of ``s`` (ready dropped
     by ``out_stall``) until the word with ``last``; a run longer than
-    ``limit`` cycles fails (a hung engine)."""
+    ``limit`` cycles fails (a hung engine). ``thresholds``: the
+    ``thresholds`` port's value for this head
+    (:func:`kaleido.tb.engine_io.threshold_word`), set before the first
+    word; ``None`` leaves the port as it is."""
+    if thresholds is not None:
+        be.set("thresholds", thresholds)
     src = StreamSource("qk", words, stall=in_stall, seed=seed)
     sink = StreamSink("s", stall=out_stall, seed=seed + 1)
     res = await run(

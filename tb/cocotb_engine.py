@@ -1,23 +1,26 @@
 """cocotb: the integrated engine (``KaleidoEngine``) on whole heads, under
-Icarus and Verilator. ``S`` equals ``reuse_scores`` exactly; the engine's
+Icarus and Verilator, each head with its own per-group thresholds on the
+``thresholds`` port (the build's own, or seeded random ones).
+``S`` equals ``grouped_scores`` exactly; the engine's
 ``cycles`` port equals :func:`kaleido.model.engine_cycles` exactly (stalls
 on ``qk`` and ``s`` never reach the compute), and with no stalls so does
 the whole head's cycle count."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import cocotb
 import numpy as np
 
-from kaleido.golden.reuse import reuse_scores
+from kaleido.golden.grouped import grouped_scores
 from kaleido.hdl.engine import check_engine_input
 from kaleido.model import array_drain, engine_cycles
 from kaleido.tb.benches import engine_bench
 from kaleido.tb.cocotb_util import seed, start
-from kaleido.tb.engine_io import decode_scores, engine_words
+from kaleido.tb.engine_io import decode_scores, engine_words, random_thresholds, threshold_word
 from kaleido.tb.kit import CocotbBackend
 from kaleido.tb.passes import make_workload
 from kaleido.tb.runner import config_from_env, grid_from_env
@@ -28,25 +31,44 @@ N = GRID[0] * GRID[1] * GRID[2]
 SW = CFG.buffer_width()
 
 
-async def run_head(dut, w, in_stall="none", out_stall="none", s=0):
-    """Drive workload ``w``'s head; returns ``(S, compute_cycles,
-    total_cycles, timing)`` with ``timing`` the model's
-    :func:`engine_cycles`."""
+def head_thresholds(s: int, n: int):
+    """Head ``n``'s thresholds: the build's own (``CFG.thresholds``) for
+    every third head, seeded random per-group pairs otherwise."""
+    if n % 3 == 0:
+        return CFG.thresholds
+    return random_thresholds(np.random.default_rng([s, n]))
+
+
+async def run_head(dut, w, in_stall="none", out_stall="none", s=0, thresholds=None):
+    """Drive workload ``w``'s head with ``thresholds`` (default the
+    build's); returns ``(S, compute_cycles, total_cycles, timing)`` with
+    ``timing`` the model's :func:`engine_cycles`."""
     Q, K = w.q, w.k
+    thresholds = CFG.thresholds if thresholds is None else thresholds
     check_engine_input(Q, K, w.grid, w.split, CFG, GRID)
     words = engine_words(Q, K, CFG)
-    timing = engine_cycles(Q, K, w.grid, w.split, CFG)
+    timing = engine_cycles(Q, K, w.grid, w.split, CFG.replace(group_thresholds=thresholds))
     # a hung engine fails fast: no stall pattern here stalls more than 30 %
     limit = 3 * timing.total + 1000
-    res = await engine_bench(CocotbBackend(dut), words, SW, in_stall=in_stall, out_stall=out_stall, seed=s, limit=limit)
+    res = await engine_bench(
+        CocotbBackend(dut),
+        words,
+        SW,
+        in_stall=in_stall,
+        out_stall=out_stall,
+        seed=s,
+        limit=limit,
+        thresholds=threshold_word(thresholds),
+    )
     return decode_scores(res.values, N, SW), res.compute, res.total, timing
 
 
-def _check(S, compute, total, timing, w, stalled, label):
-    ref = reuse_scores(w.q, w.k, w.grid, w.split, CFG.F, CFG.P)
+def _check(S, compute, total, timing, w, stalled, label, thresholds=None):
+    thresholds = CFG.thresholds if thresholds is None else thresholds
+    ref = grouped_scores(w.q, w.k, w.grid, w.split, thresholds)
     bad = np.argwhere(S != ref)
     assert not len(bad), (
-        f"{label}: {len(bad)} scores differ, first at {tuple(bad[0])}: "
+        f"{label} thresholds {thresholds}: {len(bad)} scores differ, first at {tuple(bad[0])}: "
         f"RTL {S[tuple(bad[0])]}, golden {ref[tuple(bad[0])]}"
     )
     assert compute == timing.compute, f"{label}: RTL {compute} compute cycles, model {timing.compute}"
@@ -72,9 +94,12 @@ async def heads(dut):
         cases = [("video", "none", "none"), ("random", "random", "random")]
     for n, (kind, ins, outs) in enumerate(cases):
         w = make_workload(kind, GRID, CFG.split, s + n)
-        S, compute, total, t = await run_head(dut, w, ins, outs, s + n)
-        _check(S, compute, total, t, w, ins != "none" or outs != "none", f"seed {s} {kind} in={ins} out={outs}")
-        dut._log.info(f"{kind:8s} in={ins:6s} out={outs:6s}: compute {compute} (model {t.compute}), total {total}")
+        th = head_thresholds(s, n)
+        S, compute, total, t = await run_head(dut, w, ins, outs, s + n, th)
+        _check(S, compute, total, t, w, ins != "none" or outs != "none", f"seed {s} {kind} in={ins} out={outs}", th)
+        dut._log.info(
+            f"{kind:8s} in={ins:6s} out={outs:6s} thresholds {th}: compute {compute} (model {t.compute}), total {total}"
+        )
 
 
 @cocotb.test()
@@ -84,14 +109,17 @@ async def demo(dut):
     s = seed()
     await start(dut)
     w = make_workload("video", GRID, CFG.split, s)
+    env = os.environ.get("KALEIDO_THRESHOLDS")
+    th = CFG.thresholds if not env else tuple(tuple(x) for x in json.loads(env))
     t0 = time.time()
-    S, compute, total, t = await run_head(dut, w, "none", "none", s)
+    S, compute, total, t = await run_head(dut, w, "none", "none", s, th)
     wall = time.time() - t0
-    _check(S, compute, total, t, w, False, f"demo seed {s}")
+    _check(S, compute, total, t, w, False, f"demo seed {s}", th)
     lines = [
         f"Kaleido engine demo: synthetic video head, grid {GRID} ({N} tokens), split {CFG.split}, "
-        f"batch {CFG.batch}, F={CFG.F} P={CFG.P}, L={CFG.lookahead}, {CFG.accumulators} accumulators, seed {s}",
-        f"  S ({N}x{N}) == reuse_scores: bit-exact ({N * N} scores)",
+        f"batch {CFG.batch}, (F,P) per group {th} (run time; build {CFG.design or 'custom'}), L={CFG.lookahead}, "
+        f"{CFG.accumulators} accumulators, seed {s}",
+        f"  S ({N}x{N}) == grouped_scores: bit-exact ({N * N} scores)",
         f"  engine compute cycles : {compute:>9,d}  (model {t.compute:,d}: passes {t.passes:,d} + dispatcher "
         f"idle {t.stall:,d} + drain {array_drain(CFG) + 2}; scheduling {t.schedule:,d}, overlapped)",
         f"  dense 4x4 array cycles: {t.dense_cycles:>9,d}",
@@ -120,8 +148,9 @@ async def soak(dut):
     while cycles < target:
         kind = kinds[heads_run % 3]
         w = make_workload(kind, GRID, CFG.split, s + heads_run)
-        S, compute, total, t = await run_head(dut, w, "random", "random", s + heads_run)
-        _check(S, compute, total, t, w, True, f"soak seed {s} head {heads_run} ({kind})")
+        th = head_thresholds(s, heads_run)
+        S, compute, total, t = await run_head(dut, w, "random", "random", s + heads_run, th)
+        _check(S, compute, total, t, w, True, f"soak seed {s} head {heads_run} ({kind})", th)
         cycles += total
         heads_run += 1
         if heads_run % 10 == 0:

@@ -12,6 +12,7 @@ the default is the HunyuanVideo split (16, 56, 56) at BATCH 16 on a
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import sys
 
@@ -36,11 +37,21 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default=None, help="d_t,d_x,d_y instead of the preset's split")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
+        "--thresholds",
+        default=None,
+        metavar="FILE|Ft,Pt,Fx,Px,Fy,Py",
+        help="the head's per-group thresholds on the engine's run-time port: a kaleido calibrate JSON or six "
+        "integers (default: the design's)",
+    )
+    ap.add_argument(
         "--waves",
         action="store_true",
         help="write a waveform into the build directory (FST on Icarus, VCD on Verilator)",
     )
     args = ap.parse_args(argv)
+    out = pathlib.Path("build") / "sim" / f"demo_{args.sim}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
     if args.sim not in SIMULATORS:
         raise SystemExit(f"error: --sim must be one of {SIMULATORS}, not {args.sim!r}")
     try:
@@ -49,6 +60,11 @@ def main(argv=None) -> int:
         if args.split:
             cfg = cfg.replace(split=_ints(args.split, "--split"))
         check_engine(cfg, grid)
+        env = {"KALEIDO_SEED": str(args.seed), "KALEIDO_DEMO_OUT": str(out.resolve())}
+        if args.thresholds is not None:
+            from kaleido.calibrate import load_thresholds
+
+            env["KALEIDO_THRESHOLDS"] = json.dumps(load_thresholds(args.thresholds))
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     print(
@@ -56,9 +72,6 @@ def main(argv=None) -> int:
         "(the first build of a configuration takes a while; later runs reuse it)",
         flush=True,
     )
-    out = pathlib.Path("build") / "sim" / f"demo_{args.sim}.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
     res = run_cocotb(
         args.sim,
         "engine",
@@ -67,7 +80,7 @@ def main(argv=None) -> int:
         testcase="demo",
         grid=grid,
         waves=args.waves,
-        extra_env={"KALEIDO_SEED": str(args.seed), "KALEIDO_DEMO_OUT": str(out.resolve())},
+        extra_env=env,
     )
     if out.exists():
         print(out.read_text(), end="")

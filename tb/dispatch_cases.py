@@ -25,7 +25,9 @@ _NEED_CODE = {Need.SKIP: 0, Need.HALF: 1, Need.FULL: 2}
 
 def detector_case(cfg, rng, n_pairs=200, source="random"):
     """``(in_words, expected_out_words)`` for the reuse detector: random or
-    workload-derived pairs, short batches and absent followers included."""
+    workload-derived pairs, short batches and absent followers included;
+    each pair's run-time thresholds are the configuration's ``(F, P)`` or,
+    for about half the pairs, a random valid pair."""
     B = cfg.batch
     pack_in, pack_out = Packer(detector_in_layout(B)), Packer(detector_out_layout(B))
     if source == "random":
@@ -40,15 +42,19 @@ def detector_case(cfg, rng, n_pairs=200, source="random"):
     counts = rng.integers(1, B + 1, n_pairs)
     counts[rng.random(n_pairs) < 0.5] = B
     absent = rng.random(n_pairs) < 0.1
+    own = rng.random(n_pairs) < 0.5
+    fs = rng.integers(1, 10, n_pairs)
+    ps = np.array([rng.integers(1, f + 1) for f in fs])
     ins, outs = [], []
     for p in range(n_pairs):
         n = int(counts[p])
-        vals = {("count",): n, ("absent",): int(absent[p])}
+        F, P = (cfg.F, cfg.P) if own[p] else (int(fs[p]), int(ps[p]))
+        vals = {("count",): n, ("absent",): int(absent[p]), ("full",): F, ("partial",): P}
         for c in range(B):
             vals[("anchor", c)] = a[p, c]
             vals[("follower", c)] = b[p, c]
         ins.append(pack_in(vals))
-        cls = classify(a[p, :n], b[p, :n], cfg.F, cfg.P)
+        cls = classify(a[p, :n], b[p, :n], F, P)
         if absent[p]:
             cls = np.full(n, 3, np.uint8)
         row = np.zeros(B, np.int8)

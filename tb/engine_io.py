@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["engine_words", "decode_scores"]
+__all__ = ["engine_words", "decode_scores", "threshold_word", "random_thresholds"]
 
 
 def engine_words(Q, K, config) -> list[int]:
@@ -31,3 +31,23 @@ def decode_scores(values, n_tokens: int, width: int) -> np.ndarray:
     v = np.array([int(x) for x in values], dtype=np.int64)
     v = np.where(v >> (width - 1) & 1, v - (1 << width), v)
     return v.reshape(n_tokens, n_tokens)
+
+
+def threshold_word(thresholds) -> int:
+    """The engine's ``thresholds`` port value
+    (:func:`kaleido.hdl.scheduling.thresholds_layout`) of three ``(F, P)``
+    pairs (t, x, y) or one: group ``g``'s F in bits ``8g..8g+3``, its P in
+    ``8g+4..8g+7``."""
+    from kaleido.checks import check_group_thresholds
+
+    return sum((F | P << 4) << (8 * g) for g, (F, P) in enumerate(check_group_thresholds(thresholds)))
+
+
+def random_thresholds(rng: np.random.Generator) -> tuple[tuple[int, int], ...]:
+    """Three random valid ``(F, P)`` pairs (``1 <= P <= F <= 9``), drawn
+    around the useful range 3..9 so every class occurs on video heads."""
+    out = []
+    for _ in range(3):
+        F = int(rng.integers(3, 10))
+        out.append((F, int(rng.integers(2, F + 1))))
+    return tuple(out)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from kaleido.encoding import Phase
-from kaleido.golden import reuse_scores
 from kaleido.golden.array import pass_beats
+from kaleido.golden.grouped import grouped_scores
 from kaleido.golden.loopnest import accumulate_tiles, iter_passes
 from kaleido.golden.matcher import channel_needs, match
 from kaleido.golden.workloads import constant_workload, random_workload, synthetic_video
@@ -58,11 +58,12 @@ def make_workload(kind, grid, split, seed):
 
 def workload_passes(cfg, grid, kind="video", seed=0, matcher=True, scheduler=False):
     """``(S_expected, [(beats, place), ...])``: ``S_expected`` is
-    ``reuse_scores``; ``place(S, drains)`` adds one pass's RTL drains (per PE
-    lists of ``(phase, value)``) into ``S``. The workload itself is
+    ``grouped_scores`` (the configuration's per-group thresholds);
+    ``place(S, drains)`` adds one pass's RTL drains (per PE lists of
+    ``(phase, value)``) into ``S``. The workload itself is
     ``make_workload(kind, grid, cfg.split, seed)``."""
     w = make_workload(kind, grid, cfg.split, seed)
-    S_expected = reuse_scores(w.q, w.k, w.grid, w.split, cfg.F, cfg.P)
+    S_expected = grouped_scores(w.q, w.k, w.grid, w.split, cfg.thresholds)
     out = []
     for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, matcher=matcher, scheduler=scheduler):
         beats = ps.beats(cfg.accumulators)

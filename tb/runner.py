@@ -110,10 +110,8 @@ def run_cocotb(
     if sim not in SIMULATORS:
         raise ValueError(f"simulator must be one of {SIMULATORS}, not {sim!r}")
     if grid is not None:
-        tag = (
-            f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_F{config.F}P{config.P}"
-            f"L{config.lookahead}{tag}"
-        )
+        fp = "".join(f"{F}{P}" for F, P in config.thresholds)
+        tag = f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_FP{fp}L{config.lookahead}{tag}"
     build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir):  # tests sharing a build run one at a time (pytest -n)

@@ -2,7 +2,7 @@
 (:class:`kaleido.hdl.accumulation_buffer.AccumulationBuffer`) against the
 loop nest: the golden tiles of every pass of ``iter_passes`` (drained as an
 array with one-beat phases would, passes taken at random gaps) accumulate
-into exactly ``S = reuse_scores``, streamed out row-major under random
+into exactly ``S = grouped_scores``, streamed out row-major under random
 output stalls; each lane's ``writes`` port names the golden ``S`` entry of
 its tile; ``drained`` follows the last PE's T3 tiles; two heads through one
 buffer (the first batch overwrites ``S``)."""
@@ -16,8 +16,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from kaleido import KaleidoConfig
+from kaleido.golden.grouped import grouped_scores
 from kaleido.golden.loopnest import iter_passes
-from kaleido.golden.reuse import reuse_scores
 from kaleido.hdl.accumulation_buffer import RING_DEPTH, AccumulationBuffer
 from kaleido.tb.engine_io import decode_scores
 from kaleido.tb.passes import make_workload
@@ -123,7 +123,7 @@ def test_accumulation_buffer(name, cfg, grid, seed):
                     break
             ctx.set(dut.unload, 0)
             S = decode_scores(values, n, cfg.buffer_width())
-            ref = reuse_scores(w.q, w.k, w.grid, w.split, cfg.F, cfg.P)
+            ref = grouped_scores(w.q, w.k, w.grid, w.split, cfg.thresholds)
             assert np.array_equal(S, ref), f"{label}: {(S != ref).sum()} scores differ"
 
     sim = Simulator(dut)

@@ -24,7 +24,7 @@ def test_perf_json_csv(tmp_path, capsys):
         assert key in data
     assert set(data["ops"]) == {"dense", "oracle", "hw"}
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
-    ref = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(P=4), variant="pe-m")
+    ref = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(F=5, P=4), variant="pe-m")
     assert data["cycles"] == ref.cycles and data["ops"] == ref.ops
     assert "quality" in data and data["quality"]["vs_int8"]["psnr"] > 0
     row = next(csv.DictReader(c.open()))

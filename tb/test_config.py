@@ -45,6 +45,9 @@ def test_frozen():
         ({"accumulators": 2}, "accumulators must be 3 or 4"),
         ({"acc_width": 19}, "acc_width 19 is too narrow for batch 16"),
         ({"lookahead": -1}, "lookahead must be at least 1"),
+        ({"group_thresholds": ((5, 3), (6, 4))}, "three of them"),
+        ({"group_thresholds": ((5, 3), (6, 7), (5, 3))}, "P <= F"),
+        ({"group_thresholds": 5}, "an (F, P) pair or three"),
     ],
 )
 def test_init_wrong(kwargs, message):
@@ -55,3 +58,39 @@ def test_init_wrong(kwargs, message):
 def test_unknown_preset():
     with pytest.raises(ValueError, match="unknown preset 'flux'"):
         KaleidoConfig.preset("flux")
+
+
+def test_designs():
+    """The default is the project's design (issue 14), ``paper`` the
+    paper's; another (F, P) without per-group thresholds is uniform."""
+    from kaleido.config import DEFAULT_GROUP_THRESHOLDS, DESIGNS
+
+    d, p = KaleidoConfig(), KaleidoConfig.paper()
+    assert d.accumulators == 4 and d.thresholds == DEFAULT_GROUP_THRESHOLDS == ((7, 4), (7, 4), (6, 4))
+    assert p.accumulators == 3 and p.thresholds == ((5, 3),) * 3 and (p.F, p.P) == (5, 3)
+    assert (d.design, p.design) == ("default", "paper") and sorted(DESIGNS) == ["default", "paper"]
+    assert KaleidoConfig(F=6).design is None
+    assert KaleidoConfig.preset("wan", "paper") == KaleidoConfig.paper(split=(44, 42, 42), name="wan")
+    assert KaleidoConfig(F=5, P=3).thresholds == ((5, 3),) * 3  # no silent per-group thresholds
+    assert d.replace(F=6).thresholds == ((6, 4),) * 3
+    assert KaleidoConfig(F=5, P=3, group_thresholds=((7, 4), (7, 4), (6, 4))).thresholds == DEFAULT_GROUP_THRESHOLDS
+    assert KaleidoConfig(group_thresholds=[[6, 4], [5, 3], [9, 9]]).thresholds == ((6, 4), (5, 3), (9, 9))
+    with pytest.raises(ValueError, match="unknown design 'fast'"):
+        KaleidoConfig.preset("hunyuan", "fast")
+
+
+def test_design_flags():
+    """``--design`` picks the design; ``--F``/``--P`` set one pair in every
+    group; an unset flag keeps the design's value."""
+    import argparse
+
+    from kaleido.config import add_config_arguments, config_from_args
+
+    ap = argparse.ArgumentParser()
+    add_config_arguments(ap, ("F", "P", "accumulators"))
+    assert config_from_args(ap.parse_args([])) == KaleidoConfig()
+    assert config_from_args(ap.parse_args(["--design", "paper"])) == KaleidoConfig.paper()
+    assert config_from_args(ap.parse_args(["--design", "paper", "--accumulators", "4"])).thresholds == ((5, 3),) * 3
+    assert config_from_args(ap.parse_args(["--F", "6"])).thresholds == ((6, 4),) * 3
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--design", "fast"])

@@ -33,17 +33,19 @@ from kaleido.tb.passes import make_workload, pass_words
 from kaleido.tb.pv_cases import pv_head, pv_words
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SMALL = KaleidoConfig(batch=4, split=(5, 3, 4))
+SMALL = KaleidoConfig.paper(batch=4, split=(5, 3, 4))  # the paper's design; 4acc-dual: four accumulators
 
 
 @pytest.mark.parametrize(
     "cfg, kind, grid, seed",
     [
         (SMALL, "video", (1, 3, 5), 1),  # DUAL_LO slots (the matcher merges 7 pairs), padding units
-        (KaleidoConfig(batch=4, split=(5, 3, 4), accumulators=4), "video", (1, 3, 5), 1),
+        (KaleidoConfig.paper(batch=4, split=(5, 3, 4), accumulators=4), "video", (1, 3, 5), 1),
         (SMALL, "random", (2, 3, 4), 0),  # every class, ABSENT tags
+        # per-group thresholds, four accumulators (the default design's kind)
+        (KaleidoConfig(batch=4, split=(5, 3, 4), group_thresholds=((5, 3), (6, 4), (4, 4))), "video", (1, 3, 5), 1),
     ],
-    ids=["3acc-dual", "4acc-dual", "random"],
+    ids=["3acc-dual", "4acc-dual", "random", "group-4acc"],
 )
 def test_qk_events_equal_rtl(cfg, kind, grid, seed):
     """``DispatchedArray`` on a whole head: nibble multipliers enabled,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
+from kaleido.golden.grouped import grouped_scores
 from kaleido.golden.reuse import reuse_scores
 from kaleido.hdl.engine import MAX_TOKENS, KaleidoEngine, check_engine, check_engine_input
 from kaleido.model import engine_cycles
@@ -18,13 +19,14 @@ from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 #: engine elaborations under cocotb: (id, config, grid, simulators)
 #: e1: 7- and 5-channel groups at batch 4 (4+3, 4+1: the 56 = 16+16+16+8 style)
-#: e2: odd extents on every axis (unpaired units in every group)
+#: e2: odd extents on every axis (unpaired units in every group), the paper's design at (5,4)
+#: (the others: the default design, per-group thresholds and 4 accumulators)
 #: e3: the issue's 4x8x8 (256 tokens, 128 units per group: two scheduler windows)
 #: e4: the HunyuanVideo split (16, 56, 56) at BATCH 16 (56 = 16+16+16+8); Icarus
 #:     runs it in `make sim` (~220 cycles/s), too slow for five heads here
 ENGINES = [
     ("e1", KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4), SIMULATORS),
-    ("e2", KaleidoConfig(split=(3, 6, 5), batch=4, P=4), (3, 3, 5), SIMULATORS),
+    ("e2", KaleidoConfig.paper(split=(3, 6, 5), batch=4, P=4), (3, 3, 5), SIMULATORS),
     ("e3", KaleidoConfig(split=(2, 3, 3), batch=4), (4, 8, 8), ("verilator",)),
     ("e4", KaleidoConfig.preset("hunyuan", batch=16), (2, 4, 4), ("verilator",)),
 ]
@@ -61,7 +63,7 @@ def test_engine_cocotb(sim, name, cfg, grid, seed):
 def test_engine_amaranth(kind, grid, split, batch, acc, ins, outs, seed):
     """The same checks in the Amaranth simulator (small heads: it runs at
     a few hundred cycles per second on this design)."""
-    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc)
+    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, F=5, P=3)
     w = make_workload(kind, grid, split, seed)
     S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed)
     ref = reuse_scores(w.q, w.k, grid, split, cfg.F, cfg.P)
@@ -70,6 +72,28 @@ def test_engine_amaranth(kind, grid, split, batch, acc, ins, outs, seed):
     assert compute == t.compute, f"seed {seed}: RTL {compute} compute cycles, model {t.compute}"
     if ins == outs == "none":
         assert total == t.total
+
+
+@pytest.mark.parametrize("acc, ins", [(3, "none"), (4, "random")])
+def test_engine_runtime_thresholds_amaranth(acc, ins, seed):
+    """Per-group thresholds set at run time on the ``thresholds`` port
+    (seeded random, not the build's reset value): S equals
+    :func:`~kaleido.golden.grouped.grouped_scores`, the compute cycles the
+    model's with the same thresholds."""
+    from kaleido.tb.engine_io import random_thresholds
+
+    grid, split = (2, 2, 4), (3, 5, 4)
+    cfg = KaleidoConfig(split=split, batch=4, accumulators=acc)
+    rng = np.random.default_rng(seed)
+    thresholds = random_thresholds(rng)
+    while len(set(thresholds)) < 2:  # groups that differ
+        thresholds = random_thresholds(rng)
+    w = make_workload("video", grid, split, seed)
+    S, compute, _ = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, seed=seed, thresholds=thresholds)
+    ref = grouped_scores(w.q, w.k, grid, split, thresholds)
+    assert np.array_equal(S, ref), f"seed {seed} thresholds {thresholds}: {(S != ref).sum()} scores differ"
+    t = engine_cycles(w.q, w.k, grid, split, cfg.replace(group_thresholds=thresholds))
+    assert compute == t.compute, f"seed {seed} thresholds {thresholds}: RTL {compute} cycles, model {t.compute}"
 
 
 @pytest.mark.soak
@@ -178,6 +202,7 @@ def test_icarus_time0_fix(tmp_path):
         (["--split", "4,7"], r"split must be three integers"),
         (["--batch", "0"], r"batch must be at least 1, not 0"),
         (["--sim", "xcelium"], r"--sim must be one of \('icarus', 'verilator'\), not 'xcelium'"),
+        (["--thresholds", "5,6"], r"thresholds must satisfy P <= F, not F=5, P=6"),
     ],
 )
 def test_demo_rejects_bad_arguments(argv, match):
@@ -207,5 +232,5 @@ def test_engine_two_heads_one_instance(seed):
 
     for w, res in zip(heads, simulate(dut, both), strict=True):
         S = decode_scores(res.values, dut.n_tokens, dut.s_width)
-        assert np.array_equal(S, reuse_scores(w.q, w.k, grid, split, cfg.F, cfg.P)), f"seed {seed}"
+        assert np.array_equal(S, grouped_scores(w.q, w.k, grid, split, cfg.thresholds)), f"seed {seed}"
         assert res.compute == engine_cycles(w.q, w.k, grid, split, cfg).compute, f"seed {seed}"

@@ -51,7 +51,8 @@ def head():
     "overrides, variant, order, arrays, gap",
     [
         ({}, "full", "lfsr", 1, 0),
-        ({"accumulators": 4}, "full", "lfsr", 1, 1),
+        ({"F": 5, "P": 3, "accumulators": 3}, "full", "lfsr", 1, 1),
+        ({"group_thresholds": ((5, 3), (6, 4), (4, 4)), "accumulators": 3}, "full", "lfsr", 1, 0),
         ({"F": 6, "P": 4}, "pe-m", "queue", 3, 0),
         ({"array_rows": 2, "array_cols": 2, "accumulators": 4}, "full", "lfsr", 4, 0),
         ({"array_rows": 1, "array_cols": 2, "lookahead": 8}, "pe-m", "queue", 2, 1),
@@ -145,7 +146,7 @@ def test_pass_aware_order_is_a_permutation_inside_windows():
 
 def test_candidate_numbers_equal_a_direct_model_call(head):
     row = measure(SMALL, PAPER)
-    cfg = KaleidoConfig(split=head.split)
+    cfg = KaleidoConfig.paper(split=head.split)
     r = run_model(head.q, head.k, head.grid, head.split, cfg, variant="full")
     att = attention_stages(r, head.v, head.grid, head.split, cfg)["attention"]
     assert (row["qk_cycles"], row["qk_dense_cycles"]) == (r.cycles, r.dense_cycles)

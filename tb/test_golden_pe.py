@@ -174,7 +174,7 @@ def test_scores_by_passes_array_sizes(rows, cols):
     rng = np.random.default_rng(5)
     Q = rng.integers(-128, 128, (45, 6), dtype=np.int8)
     Q[1::2] = Q[::2][:22]
-    cfg = KaleidoConfig(split=(2, 2, 2), batch=2, array_rows=rows, array_cols=cols)
+    cfg = KaleidoConfig.paper(split=(2, 2, 2), batch=2, array_rows=rows, array_cols=cols)  # (5, 3): reuse_scores
     S, _ = scores_by_passes(Q, Q, (5, 3, 3), (2, 2, 2), cfg)
     assert (S == reuse_scores(Q, Q, (5, 3, 3), (2, 2, 2))).all()
 

@@ -129,10 +129,10 @@ def test_whole_attention_from_the_array_scores(seed):
 
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed % 1000)
     res = fixed_reuse_attention(w.q, w.k, w.v, w.grid, w.split, 5, 3, scales=w.scales, reference=w.reference)
-    S, _ = scores_by_passes(w.q, w.k, w.grid, w.split, KaleidoConfig(), scheduler=True)
+    S, _ = scores_by_passes(w.q, w.k, w.grid, w.split, KaleidoConfig.paper(), scheduler=True)
     sm = fixed_softmax(S, w.scales[0] * w.scales[1] / math.sqrt(w.d))
     assert (res["output"] == fixed_attention(sm, v_effective(w.v, w.grid, w.split, 5))).all()
-    acc = pv_accumulate(sm.p, w.v, KaleidoConfig(), w.grid, w.split, 5)
+    acc = pv_accumulate(sm.p, w.v, KaleidoConfig.paper(), w.grid, w.split, 5)
     shift = sm.fmt.recip_bits - sm.fmt.out_frac_bits
     assert (res["output"] == (acc * sm.r[:, None] + (1 << (shift - 1))) >> shift).all()
     assert set(res) == {"output", "real", "vs_int8", "vs_float"}

@@ -57,7 +57,7 @@ def test_arrays_round_robin():
 
 
 def test_bounds():
-    cfg = KaleidoConfig(split=(2, 3, 3))
+    cfg = KaleidoConfig.paper(split=(2, 3, 3))  # three accumulators: r3
     c = constant_workload((4, 4, 4), (2, 3, 3))
     r3 = run_model(c.q, c.k, c.grid, c.split, cfg)
     r4 = run_model(c.q, c.k, c.grid, c.split, cfg.replace(accumulators=4))

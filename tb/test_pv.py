@@ -56,7 +56,7 @@ def test_array_dataflow_is_the_rule(grid, kind, seed):
     """Pass by pass through the golden PE grid == P @ V_eff == the
     per-element enumeration; the beats' multiplies == the model's ``hw``."""
     P, V = pv_head(kind, grid, SMALL.split, seed)
-    acc = pv_accumulate(P, V, SMALL, grid)
+    acc = pv_accumulate(P, V, SMALL, grid, F=SMALL.F)
     enum, ops = _enumerate(P, V, grid, SMALL.split, SMALL.F)
     assert (acc == enum).all()
     assert (acc == P @ v_effective(V, grid, SMALL.split, SMALL.F).astype(np.int64)).all()

@@ -57,7 +57,7 @@ def main(argv=None):
     ap.add_argument("--out", default="build/bench/dispatch.json")
     args = ap.parse_args(argv)
     grid = tuple(int(x) for x in args.grid.split(","))
-    cfg = KaleidoConfig.preset("hunyuan")
+    cfg = KaleidoConfig.preset("hunyuan", "paper")  # docs/DISPATCH.md measures the paper's design
     result = {"grid": grid, "config": {"F": cfg.F, "P": cfg.P, "batch": cfg.batch, "lookahead": cfg.lookahead}}
     rows = []
     for motion in ("slow", "fast"):
