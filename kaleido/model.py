@@ -751,7 +751,7 @@ class EngineTiming:
         return dataclasses.asdict(self)
 
 
-def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> EngineTiming:
+def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, method: str = "auto") -> EngineTiming:
     """Exact cycle count of the integrated engine for one head.
 
     Two pipelined stages share a two-bank sorted memory (docs/ENGINE.md):
@@ -769,11 +769,23 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
       beat (``run_model(variant="full", pass_gap=1)``), so the dispatcher
       is free again ``sum_b`` cycles after the batch's first pass;
     * after the last pass: the array's drain and one cycle to see the last
-      tile accumulated, ``array_drain + 2`` cycles in all (10 on the 4x4
-      array: the PE's product register added one, issue 20).
+      tile taken, ``array_drain + 2`` cycles in all (10 on the 4x4
+      array: the PE's product register added one, issue 20), or longer
+      while a bank still works through its FIFO.
+
+    The accumulation buffer (docs/ENGINE.md) takes each cycle's tiles into
+    per-bank FIFOs unless one would overflow; then it holds the array and
+    the dispatcher for a cycle (``held`` counts those cycles), which delays
+    everything downstream of the pass former in the array's own time. The
+    tiles of every batch are laid out in that time (:func:`engine_tiles`);
+    ``method="auto"`` first assumes no hold and checks every bank's FIFO
+    with Lindley's recurrence (vectorised), and only if one would overflow
+    runs the exact event simulation (``method="events"`` always runs it).
+    The head ends when the last tile is taken and its bank has written the
+    last sum (``settled``), seen a cycle later.
 
     Loading takes one cycle per input word (``2 N n_batches``), output one
-    per score (``N^2``). ``speedup`` is the dense array's cycles over
+    per score (``N^2``) plus one (the banks' synchronous read). ``speedup`` is the dense array's cycles over
     ``compute``; ``array_speedup`` the array alone, as :func:`run_model`
     reports it."""
     grid, split = check_qk(Q, K, grid, split)
@@ -782,8 +794,10 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
     res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
     W = scheduler_cycles(Q, K, grid, split, cfg)
     nb = len(W)
+    if method not in ("auto", "events"):
+        raise ValueError(f"method must be 'auto' or 'events', not {method!r}")
     tiles = engine_tiles(Q, K, grid, split, cfg)
-    walk = _engine_walk(tiles, W, cfg, holds=False)
+    walk = _engine_walk(tiles, W, cfg, holds=False) if method == "auto" else None
     if walk is None:  # some FIFO would overflow: the exact event simulation
         walk = _engine_walk(tiles, W, cfg, holds=True)
     compute, stall = walk["compute"], walk["stall"]
