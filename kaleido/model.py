@@ -650,17 +650,18 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
     """The engine's batch recurrence (docs/ENGINE.md) over the buffer's
     traffic. ``holds=False``: assume the buffer never holds the array and
     check it with :func:`_bank_lindley` per bank (``None`` if some FIFO
-    would overflow); ``holds=True``: the exact event simulation, cycle by
-    cycle over the cycles with tiles: a cycle whose tiles some FIFO cannot
-    take is held (the array, the dispatcher and their tiles wait a cycle)."""
+    would overflow); ``holds=True``: the exact event simulation over the
+    array ticks with tiles: a tick whose tiles some FIFO cannot take is held
+    (the array, the dispatcher and their tiles wait) until every FIFO they
+    go to has room, ``max(0, entries + arrivals - depth)`` cycles (a
+    non-empty FIFO loses one entry a cycle)."""
     B, D = cfg.s_banks, cfg.s_fifo_depth
     nb = len(W)
     s_start, a_last, sched_done = [0] * nb, [0] * nb, [0] * nb
     free = 0  # the dispatcher could take the next pass at this cycle (no drain wait)
     ready = 0  # the previous batch drained (its last tile taken a cycle before)
     stall = held = 0
-    occ = np.zeros(B, dtype=np.int64)  # each FIFO's entries at cycle ts
-    ts = 0
+    occ, ts = [0] * B, [0] * B  # each bank's FIFO: its entries at cycle ts
     wall = []  # (times, banks, counts) per batch, for the no-hold check
     last_tile = 0
     for b in range(nb):
@@ -675,20 +676,29 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
         H = 0  # held cycles so far in this batch
         H_take = None
         if holds and len(bt.ticks):
-            uticks, inv = np.unique(bt.ticks, return_inverse=True)
-            cnt = np.zeros((len(uticks), B), dtype=np.int64)
-            np.add.at(cnt, (inv.ravel(), bt.banks), bt.counts)
-            for x, c in zip(uticks.tolist(), cnt, strict=True):
+            # tiles sorted by tick, then bank; each bank's FIFO kept lazily as
+            # (entries, at cycle): it loses one a cycle while non-empty
+            ticks, banks_, counts = bt.ticks.tolist(), bt.banks.tolist(), bt.counts.tolist()
+            n, e = len(ticks), 0
+            while e < n:
+                x, end = ticks[e], e
+                while end < n and ticks[end] == x:
+                    end += 1
                 if H_take is None and x > bt.last_take:
                     H_take = H
                 t = first + x + H
-                while True:
-                    o = np.maximum(occ - (t - ts), 0)
-                    if (o + c <= D).all():
-                        break
-                    H += 1
-                    t += 1
-                occ, ts = np.maximum(o - 1, 0) + c, t + 1
+                # held until every bank this tick's tiles go to can take them
+                wait = 0
+                for k in range(e, end):
+                    o = max(occ[banks_[k]] - (t - ts[banks_[k]]), 0)
+                    wait = max(wait, o + counts[k] - D)
+                H += wait
+                t += wait
+                for k in range(e, end):
+                    bank = banks_[k]
+                    occ[bank] = max(occ[bank] - (t - ts[bank]) - 1, 0) + counts[k]
+                    ts[bank] = t + 1
+                e = end
         else:
             wall.append((first + bt.ticks, bt.banks, bt.counts))
         held += H
@@ -698,8 +708,7 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
         free = first + bt.length + H
     last_pop = -1
     if holds:
-        if (occ > 0).any():
-            last_pop = int((ts + occ - 1)[occ > 0].max())
+        last_pop = max((t + o - 1 for o, t in zip(occ, ts, strict=True) if o > 0), default=-1)
     else:
         times = np.concatenate([w[0] for w in wall])
         banks = np.concatenate([w[1] for w in wall])
