@@ -809,6 +809,7 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     walk = _engine_walk(tiles, W, cfg, holds=False) if method == "auto" else None
     if walk is None:  # some FIFO would overflow: the exact event simulation
         walk = _engine_walk(tiles, W, cfg, holds=True)
+    assert walk is not None  # the event simulation always answers
     compute, stall = walk["compute"], walk["stall"]
     load, output = 2 * n_tok * nb, n_tok * n_tok + 1
     return EngineTiming(

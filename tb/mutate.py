@@ -259,7 +259,13 @@ MUTANTS = [
         "rd.data",
         "accumulation buffer",
     ),
-    Mutant("s_engine_hold", "hdl/engine.py", "array.hold.eq(hold),", "array.hold.eq(0),", "accumulation buffer"),
+    Mutant(
+        "s_engine_settled",
+        "hdl/engine.py",
+        "control.drained.eq(accumulator.settled),",
+        "control.drained.eq(accumulator.drained),",
+        "accumulation buffer",
+    ),
     Mutant(
         "model_s_lindley",
         "kaleido/model.py",

@@ -50,13 +50,13 @@ class BankModel:
 
     def __init__(self, cfg: KaleidoConfig, n: int):
         self.cfg, self.n = cfg, n
-        self.fifo = [collections.deque() for _ in range(cfg.s_banks)]
+        self.fifo: list[collections.deque] = [collections.deque() for _ in range(cfg.s_banks)]
         self.S = np.zeros((n, n), dtype=np.int64)
         self.busy = False  # an entry popped last cycle (its write is this cycle)
         self.in_flight = 0
         self.pops = 0
         self.max_fill = 0
-        self.last_pop = [None] * cfg.s_banks  # each bank's entry popped last cycle
+        self.last_pop: list[tuple | None] = [None] * cfg.s_banks  # each bank's entry popped last cycle
         self.forwards = 0  # an entry popped the cycle after itself: its read misses the write
 
     def hold(self, hits) -> bool:
