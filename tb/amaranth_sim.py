@@ -46,12 +46,14 @@ def simulate_stream(dut, words, *, in_stall="none", out_stall="none", seed=0, po
 
 
 def simulate_engine(
-    config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0, max_cycles=2_000_000, head_grid=None
+    config, grid, Q, K, *, in_stall="none", out_stall="none", seed=0, max_cycles=2_000_000, head_grid=None, stats=None
 ):
     """One head through a :class:`KaleidoEngine` built for ``grid`` in the
     Amaranth simulator; returns ``(S, compute_cycles, total_cycles)``.
     ``head_grid`` is the head's own grid (default: the engine's); a head
-    the engine cannot take is rejected before anything is built."""
+    the engine cannot take is rejected before anything is built. A dict
+    ``stats`` receives ``held``: the cycles the accumulation buffer held
+    the array."""
     from kaleido.hdl.engine import KaleidoEngine, check_engine_input
     from kaleido.tb.engine_io import decode_scores, engine_words
 
@@ -65,8 +67,12 @@ def simulate_engine(
         for c in range(C)
     ]
 
+    held = [0]
+
     def no_collision(be: Backend, cycle: int) -> None:
-        """The accumulate lanes never write one S entry twice in a cycle."""
+        """The accumulate lanes never write one S entry twice in a cycle
+        (and count the held cycles)."""
+        held[0] += be.get("accumulator.hold")
         hits = [be.get(address) for enable, address in lanes if be.get(enable)]
         if len(hits) != len(set(hits)):
             raise AssertionError(
@@ -87,4 +93,6 @@ def simulate_engine(
             each_cycle=no_collision,
         ),
     )
+    if stats is not None:
+        stats["held"] = held[0]
     return decode_scores(res.values, dut.n_tokens, dut.s_width), res.compute, res.total

@@ -93,11 +93,13 @@ def test_engine_holds_amaranth(kind, grid, split, batch, banks, depth, ins, outs
     holds would take (a model ignoring the holds fails here)."""
     cfg = KaleidoConfig(split=split, batch=batch, s_banks=banks, s_fifo_depth=depth)
     w = make_workload(kind, grid, split, seed)
-    S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed)
+    stats: dict = {}
+    S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed, stats=stats)
     ref = reuse_scores(w.q, w.k, grid, split, cfg.F, cfg.P)
     assert np.array_equal(S, ref), f"seed {seed}: {(S != ref).sum()} scores differ"
     t = engine_cycles(w.q, w.k, grid, split, cfg)
     assert compute == t.compute, f"seed {seed}: RTL {compute} compute cycles, model {t.compute} ({t.held} held)"
+    assert stats["held"] == t.held, f"seed {seed}: RTL held the array {stats['held']} cycles, model {t.held}"
     if ins == outs == "none":
         assert total == t.total
     if shows:  # one or two banks cannot keep up: the array is held, and it costs cycles
@@ -130,6 +132,20 @@ def test_engine_model_methods(seed):
         assert got == [tuple(b) for b in res.batch_beats], f"seed {seed} head {h}"
     with pytest.raises(ValueError, match=r"method must be 'auto' or 'events', not 'x'"):
         engine_cycles(w.q, w.k, grid, split, cfg, method="x")
+
+
+def test_engine_model_one_hold():
+    """A report head (wan split, slow motion, 256 tokens) on 4 banks fills
+    one FIFO exactly one entry past its depth, once: Lindley's check must
+    see that single overflow (an off-by-one there would report no hold),
+    and the event simulation holds the array exactly one cycle."""
+    from kaleido.golden.workloads import synthetic_video
+
+    w = synthetic_video("wan", (4, 8, 8), "slow", 0)
+    cfg = KaleidoConfig(split=w.split, s_banks=4)
+    auto = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
+    events = engine_cycles(w.q, w.k, w.grid, w.split, cfg, method="events")
+    assert auto == events and auto.held == 1, (auto, events)
 
 
 @pytest.mark.soak
