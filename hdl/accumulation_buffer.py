@@ -235,6 +235,9 @@ class AccumulationBuffer(wiring.Component):
         read_data = []
         unload_offset = Signal(range(max(2, words)))
         unload_advance = Signal()
+        # the read ports serve the unload from its first read until its last word is taken
+        unloading = Signal()
+        out_valid = Signal()
         for b in range(B):
             bank_mem = Memory(shape=signed(width), depth=words, init=[])
             m.submodules[f"bank{b}"] = bank_mem
@@ -278,8 +281,8 @@ class AccumulationBuffer(wiring.Component):
             new = Signal(signed(width), name=f"new{b}")
             m.d.comb += new.eq(Mux(s1.first, s1.value, old + s1.value))
             m.d.comb += [
-                rd.addr.eq(Mux(self.unload, unload_offset, head.offset)),
-                rd.en.eq(Mux(self.unload, unload_advance, 1)),
+                rd.addr.eq(Mux(unloading, unload_offset, head.offset)),
+                rd.en.eq(Mux(unloading, unload_advance, 1)),
                 wr.addr.eq(s1.offset),
                 wr.data.eq(new),
                 wr.en.eq(s1_valid),
@@ -296,10 +299,10 @@ class AccumulationBuffer(wiring.Component):
         ui = Signal(range(N), name="unload_i")
         uj = Signal(range(N), name="unload_j")
         issued = Signal()  # the last word has been read
-        out_valid = Signal()
         out_bank = Signal(range(B), name="out_bank")
         out_last = Signal()
         m.d.comb += [
+            unloading.eq(self.unload | out_valid),
             unload_advance.eq(~out_valid | self.s.ready),
             unload_offset.eq(s_bank_offset(ui, uj, N, B)),
             self.s.valid.eq(out_valid),
