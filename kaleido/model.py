@@ -73,6 +73,7 @@ __all__ = [
     "EngineTiming",
     "engine_cycles",
     "engine_tiles",
+    "ENGINE_MODEL_TOKENS",
     "pass_phase_beats",
     "scheduler_cycles",
     "linear_cycles",
@@ -512,6 +513,10 @@ def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> 
     return out
 
 
+#: largest head :func:`engine_cycles` lays out tile by tile
+ENGINE_MODEL_TOKENS = 4096
+
+
 def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig) -> np.ndarray:
     """One batch's passes on the array (the full variant: scheduler order as
     given, matcher on): int64 ``(Gr, Gc, 4)``, the beats of each phase of
@@ -800,6 +805,11 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     n_tok = Q.shape[0]
+    if n_tok > ENGINE_MODEL_TOKENS:
+        raise ValueError(
+            f"engine_cycles lays out every tile of a head ({n_tok} tokens: {n_tok * n_tok:,} entries per batch); "
+            f"it takes at most {ENGINE_MODEL_TOKENS} tokens (the engine elaborates at most 1024)"
+        )
     res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
     W = scheduler_cycles(Q, K, grid, split, cfg)
     nb = len(W)

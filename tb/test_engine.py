@@ -132,6 +132,9 @@ def test_engine_model_methods(seed):
         assert got == [tuple(b) for b in res.batch_beats], f"seed {seed} head {h}"
     with pytest.raises(ValueError, match=r"method must be 'auto' or 'events', not 'x'"):
         engine_cycles(w.q, w.k, grid, split, cfg, method="x")
+    big = make_workload("constant", (2, 64, 64), (1, 1, 1), seed)
+    with pytest.raises(ValueError, match=r"8192 tokens: 67,108,864 entries per batch\); it takes at most 4096"):
+        engine_cycles(big.q, big.k, big.grid, big.split, KaleidoConfig(split=(1, 1, 1)))
 
 
 def test_engine_model_one_hold():
