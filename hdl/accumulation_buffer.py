@@ -1,20 +1,26 @@
 """The engine's accumulation buffer (docs/ENGINE.md, "The accumulation
-buffer"): the array's tiles into ``S`` through one read-modify-write lane
-per PE, then ``S`` out row-major.
+buffer"): the array's tiles into ``S``, kept in ``config.s_banks`` banks
+(each a memory with one read and one write port) behind one FIFO per bank;
+then ``S`` out row-major.
 
 Every pass the dispatcher takes leaves its tokens in a ring of the passes
 in flight; each PE's lane follows the ring through its own pointer (one
-step per T3 tile) to find the ``S`` entry of each tile it drains.
+step per T3 tile) to find the ``S`` entry of each tile it drains, and
+routes the tile to that entry's bank (:func:`kaleido.config.s_bank`). Each
+bank's FIFO takes every tile routed to it in a cycle (in lane order) and
+gives one a cycle to the bank's two-stage read-modify-write pipeline; when
+some FIFO cannot take this cycle's tiles the buffer raises ``hold`` and the
+array (and dispatcher) freeze with the tiles on their ports.
 """
 
 from __future__ import annotations
 
-from amaranth import Array, Module, Mux, Signal, signed
+from amaranth import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig
+from ..config import RMW_LATENCY, KaleidoConfig, s_bank, s_bank_offset
 from ._common import as_config
 from .encoding import Phase
 from .layouts import tile_layout
@@ -22,6 +28,8 @@ from .layouts import tile_layout
 __all__ = [
     "AccumulationBuffer",
     "RING_DEPTH",
+    "RMW_LATENCY",
+    "bank_entry_layout",
     "pass_tokens_layout",
     "score_layout",
     "token_pair_layout",
@@ -63,6 +71,14 @@ def write_layout(n_tokens: int) -> data.StructLayout:
     return data.StructLayout({"enable": 1, "address": range(n_tokens * n_tokens)})
 
 
+def bank_entry_layout(n_tokens: int, banks: int, width: int) -> data.StructLayout:
+    """One FIFO entry of a bank: the word ``offset`` in the bank
+    (:func:`kaleido.config.s_bank_offset`), the tile ``value`` and
+    ``first`` (overwrite instead of add)."""
+    words = n_tokens * -(-n_tokens // banks)
+    return data.StructLayout({"offset": range(max(2, words)), "value": signed(width), "first": 1})
+
+
 def score_layout(width: int) -> data.StructLayout:
     """One output word: a score and ``last`` on the final one."""
     return data.StructLayout({"value": signed(width), "last": 1})
@@ -74,29 +90,41 @@ class AccumulationBuffer(wiring.Component):
     Parameters
     ----------
     config : KaleidoConfig
-        The array size and the tile width (``acc_width``); ``S`` entries are
+        The array size, the tile width (``acc_width``), the bank count
+        ``s_banks`` and the FIFO depth ``s_fifo_depth`` (at least
+        ``array_rows * array_cols``); ``S`` entries are
         ``config.buffer_width()`` bits.
     n_tokens : int
-        ``N``, the head's tokens: ``S`` holds ``N^2`` entries.
+        ``N``, the head's tokens: the banks hold ``N^2`` entries between them
+        (``N * ceil(N / s_banks)`` words each).
 
     Ports
     -----
     ``tiles`` (in, ``R x C`` of :func:`~kaleido.hdl.layouts.tile_layout`):
-    the array's drain ports. ``pass_tokens`` (in,
+    the array's drain ports; a tile is taken on a cycle with ``valid`` and
+    not ``hold``. ``hold`` (out): some bank's FIFO cannot take this cycle's
+    tiles; the array must present the same tiles again next cycle (the
+    engine freezes the array and the dispatcher). ``pass_tokens`` (in,
     :func:`pass_tokens_layout`) and ``pass_taken`` (in): the tokens of the
-    pass the dispatcher takes this cycle. ``drained`` (out): every pass
-    taken so far has had its last tile (its T3 tile at the last PE). ``S``
-    needs no clearing between heads: the head's first batch overwrites it.
-    ``unload`` (in): stream ``S`` out. ``s`` (out stream of
-    :func:`score_layout`): ``S`` row-major, ``N^2`` words. ``unloaded``
-    (out): the last score is taken this cycle.
+    pass the dispatcher takes this cycle (never while ``hold``).
+    ``drained`` (out): every pass taken so far has had its last tile (its T3
+    tile at the last PE) taken. ``settled`` (out): drained, and every tile is
+    in ``S`` (FIFOs and pipelines empty). ``S`` needs no clearing between
+    heads: the head's first batch overwrites it. ``unload`` (in, only while
+    settled): stream ``S`` out. ``s`` (out stream of :func:`score_layout`):
+    ``S`` row-major, ``N^2`` words, the first one cycle after ``unload``
+    rises (the banks' read ports are synchronous). ``unloaded`` (out): the
+    last score is taken this cycle.
 
-    ``writes`` (out, ``R x C`` of :func:`write_layout`): each lane's write
-    this cycle. Within a batch the writes of one cycle never share an
-    entry (docs/ENGINE.md); a testbench monitors this port for collisions.
+    ``writes`` (out, ``R x C`` of :func:`write_layout`): each lane's tile
+    taken this cycle (``enable``) and its ``S`` entry ``i * N + j``. Within a
+    batch the tiles of one cycle never share an entry (docs/ENGINE.md); a
+    testbench monitors this port for collisions.
 
-    A tile is added in the cycle it leaves its PE (``latency`` 0); the
-    buffer never stalls the array.
+    A tile taken in cycle ``t`` enters its bank's FIFO; a bank takes one
+    entry a cycle from its FIFO (from ``t + 1`` on), reads the entry's word,
+    and writes the sum :data:`RMW_LATENCY` - 1 cycles later; a word written
+    in the cycle it is read again is forwarded.
     """
 
     def __init__(self, config: KaleidoConfig | None = None, n_tokens: int = 32):
@@ -105,15 +133,22 @@ class AccumulationBuffer(wiring.Component):
             raise TypeError(f"n_tokens must be an integer, not {n_tokens!r}")
         if n_tokens < 2:
             raise ValueError(f"n_tokens must be at least 2, not {n_tokens!r}")
+        R, C = config.array_rows, config.array_cols
+        if config.s_fifo_depth < R * C:
+            raise ValueError(
+                f"s_fifo_depth {config.s_fifo_depth!r} is below the array's {R * C} PEs "
+                "(one cycle's tiles may all go to one bank)"
+            )
         self._config = config
         self._n_tokens = n_tokens
-        R, C = config.array_rows, config.array_cols
         super().__init__(
             {
                 "tiles": In(tile_layout(config.acc_width)).array(R, C),
+                "hold": Out(1),
                 "pass_tokens": In(pass_tokens_layout(R, C, n_tokens)),
                 "pass_taken": In(1),
                 "drained": Out(1),
+                "settled": Out(1),
                 "unload": In(1),
                 "s": Out(stream.Signature(score_layout(config.buffer_width()))),
                 "unloaded": Out(1),
@@ -127,16 +162,25 @@ class AccumulationBuffer(wiring.Component):
         return self._n_tokens
 
     @property
+    def banks(self) -> int:
+        """``config.s_banks``."""
+        return self._config.s_banks
+
+    @property
     def latency(self) -> int:
-        """Cycles from a tile on ``tiles`` to its sum in ``S``: 0 (written
-        at the end of the cycle it arrives)."""
-        return 0
+        """Cycles from a tile taken (with an empty FIFO) to its sum in its
+        bank: 1 (into the FIFO) + :data:`RMW_LATENCY`."""
+        return 1 + RMW_LATENCY
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
         R, C, N = cfg.array_rows, cfg.array_cols, self._n_tokens
-        m.submodules.scores = scores = Memory(shape=signed(cfg.buffer_width()), depth=N * N, init=[])
+        B, D = cfg.s_banks, cfg.s_fifo_depth
+        L = R * C
+        width = cfg.buffer_width()
+        words = N * -(-N // B)
+        entry_layout = bank_entry_layout(N, B, width)
 
         # ---- the ring of passes in flight --------------------------------
         ring = Array(Signal(pass_tokens_layout(R, C, N), name=f"in_flight{k}") for k in range(RING_DEPTH))
@@ -148,8 +192,10 @@ class AccumulationBuffer(wiring.Component):
         last_pe_done = Signal()
         m.d.sync += in_flight.eq(in_flight + self.pass_taken - last_pe_done)
         m.d.comb += self.drained.eq(in_flight == 0)
+        take = ~self.hold
 
-        # ---- one accumulate lane per PE ----------------------------------
+        # ---- one lane per PE: the tile's entry, bank and word --------------
+        lane_bank, lane_entry, lane_hit = [], [], []
         for r in range(R):
             for c in range(C):
                 tile = self.tiles[r][c]
@@ -163,30 +209,118 @@ class AccumulationBuffer(wiring.Component):
                 present = Mux(phase[1], row.follower_present, row.anchor_present) & Mux(
                     phase[0], col.follower_present, col.anchor_present
                 )
-                write = self.writes[r][c]
-                m.d.comb += [write.address.eq(i * N + j), write.enable.eq(tile.valid & present)]
-                read_port, write_port = scores.read_port(domain="comb"), scores.write_port()
+                hit = Signal(name=f"hit{r}_{c}")
+                bank = Signal(range(B), name=f"bank{r}_{c}")
+                word = Signal(entry_layout, name=f"word{r}_{c}")
                 m.d.comb += [
-                    read_port.addr.eq(write.address),
-                    write_port.addr.eq(write.address),
-                    write_port.en.eq(write.enable),
-                    write_port.data.eq(Mux(entry.first, tile.value, read_port.data + tile.value)),
+                    hit.eq(tile.valid & present),
+                    bank.eq(s_bank(i, j, B) if B > 1 else 0),
+                    word.offset.eq(s_bank_offset(i, j, N, B)),
+                    word.value.eq(tile.value),
+                    word.first.eq(entry.first),
                 ]
-                with m.If(tile.valid & (phase == Phase.T3)):
+                write = self.writes[r][c]
+                m.d.comb += [write.address.eq(i * N + j), write.enable.eq(hit & take)]
+                with m.If(tile.valid & (phase == Phase.T3) & take):
                     m.d.sync += ring_read.eq(ring_read + 1)
                 if (r, c) == (R - 1, C - 1):
-                    m.d.comb += last_pe_done.eq(tile.valid & (phase == Phase.T3))
+                    m.d.comb += last_pe_done.eq(tile.valid & (phase == Phase.T3) & take)
+                lane_bank.append(bank)
+                lane_entry.append(word)
+                lane_hit.append(hit)
+
+        # ---- per bank: routing, FIFO, read-modify-write pipeline ------------
+        full = []
+        idle = []
+        read_data = []
+        unload_offset = Signal(range(max(2, words)))
+        unload_advance = Signal()
+        # the read ports serve the unload from its first read until its last word is taken
+        unloading = Signal()
+        out_valid = Signal()
+        for b in range(B):
+            bank_mem = Memory(shape=signed(width), depth=words, init=[])
+            m.submodules[f"bank{b}"] = bank_mem
+            rd = bank_mem.read_port()
+            wr = bank_mem.write_port()
+            slots = Array(Signal(entry_layout, name=f"fifo{b}_{k}") for k in range(D))
+            wr_ptr = Signal(range(D), name=f"fifo{b}_wr")
+            rd_ptr = Signal(range(D), name=f"fifo{b}_rd")
+            count = Signal(range(D + 1), name=f"fifo{b}_count")
+            # lanes routed here, and each one's place after the lower lanes'
+            sel = [Signal(name=f"sel{b}_{k}") for k in range(L)]
+            m.d.comb += [sel[k].eq(lane_hit[k] & (lane_bank[k] == b)) for k in range(L)]
+            arrivals = Signal(range(L + 1), name=f"arrivals{b}")
+            m.d.comb += arrivals.eq(sum(s for s in sel))
+            overflow = Signal(name=f"overflow{b}")
+            m.d.comb += overflow.eq(count + arrivals > D)
+            full.append(overflow)
+            place = 0
+            for k in range(L):
+                with m.If(sel[k] & take):
+                    m.d.sync += slots[(wr_ptr + place)[: max(1, (D - 1).bit_length())]].eq(lane_entry[k])
+                place = place + sel[k]
+            pop = Signal(name=f"pop{b}")
+            m.d.comb += pop.eq(count != 0)
+            head = slots[rd_ptr]
+            m.d.sync += [
+                wr_ptr.eq(wr_ptr + Mux(take, arrivals, 0)),
+                rd_ptr.eq(rd_ptr + pop),
+                count.eq(count - pop + Mux(take, arrivals, 0)),
+            ]
+            # stage 1: the word read; stage 2: add (or overwrite) and write
+            s1 = Signal(entry_layout, name=f"rmw{b}")
+            s1_valid = Signal(name=f"rmw{b}_valid")
+            m.d.sync += [s1.eq(head), s1_valid.eq(pop)]
+            last_offset = Signal.like(s1.offset, name=f"written{b}_offset")
+            last_value = Signal(signed(width), name=f"written{b}_value")
+            last_valid = Signal(name=f"written{b}_valid")
+            old = Signal(signed(width), name=f"old{b}")
+            # the read in s1's first cycle missed the write of that cycle: forward it
+            m.d.comb += old.eq(Mux(last_valid & (last_offset == s1.offset), last_value, rd.data))
+            new = Signal(signed(width), name=f"new{b}")
+            m.d.comb += new.eq(Mux(s1.first, s1.value, old + s1.value))
+            m.d.comb += [
+                rd.addr.eq(Mux(unloading, unload_offset, head.offset)),
+                rd.en.eq(Mux(unloading, unload_advance, 1)),
+                wr.addr.eq(s1.offset),
+                wr.data.eq(new),
+                wr.en.eq(s1_valid),
+            ]
+            m.d.sync += [last_valid.eq(s1_valid), last_offset.eq(s1.offset), last_value.eq(new)]
+            idle.append((count == 0) & ~s1_valid)
+            read_data.append(rd.data)
+        m.d.comb += [
+            self.hold.eq(Cat(*full).any()),
+            self.settled.eq(self.drained & Cat(*idle).all()),
+        ]
 
         # ---- S out, row-major ----------------------------------------------
-        out_address = Signal(range(N * N))
-        out_port = scores.read_port(domain="comb")
+        ui = Signal(range(N), name="unload_i")
+        uj = Signal(range(N), name="unload_j")
+        issued = Signal()  # the last word has been read
+        out_bank = Signal(range(B), name="out_bank")
+        out_last = Signal()
         m.d.comb += [
-            out_port.addr.eq(out_address),
-            self.s.valid.eq(self.unload),
-            self.s.payload.value.eq(out_port.data),
-            self.s.payload.last.eq(out_address == N * N - 1),
+            unloading.eq(self.unload | out_valid),
+            unload_advance.eq(~out_valid | self.s.ready),
+            unload_offset.eq(s_bank_offset(ui, uj, N, B)),
+            self.s.valid.eq(out_valid),
+            self.s.payload.value.eq(Array(read_data)[out_bank]),
+            self.s.payload.last.eq(out_last),
             self.unloaded.eq(self.s.valid & self.s.ready & self.s.payload.last),
         ]
-        with m.If(self.s.valid & self.s.ready):
-            m.d.sync += out_address.eq(Mux(self.s.payload.last, 0, out_address + 1))
+        final = (ui == N - 1) & (uj == N - 1)
+        with m.If(self.unloaded):
+            m.d.sync += [out_valid.eq(0), issued.eq(0), ui.eq(0), uj.eq(0)]
+        with m.Elif(unload_advance):
+            m.d.sync += out_valid.eq(self.unload & ~issued)
+            with m.If(self.unload & ~issued):
+                m.d.sync += [
+                    out_bank.eq(s_bank(ui, uj, B) if B > 1 else 0),
+                    out_last.eq(final),
+                    issued.eq(final),
+                    uj.eq(Mux(uj == N - 1, 0, uj + 1)),
+                    ui.eq(Mux(uj == N - 1, ui + 1, ui)),
+                ]
         return m

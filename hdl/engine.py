@@ -8,7 +8,8 @@ The engine is the wiring of its stages (docs/ENGINE.md)::
                                   -> sorted unit memories, bank b % 2 (pass order)
       PassFormer, batch b' <= b:  sorted memories, bank b' % 2 -> passes
                                   -> PassDispatcher (matcher) -> KaleidoArray
-      AccumulationBuffer:         16 accumulate lanes -> S memory -> s stream (row-major)
+      AccumulationBuffer:         16 lanes -> a FIFO per bank -> S banks -> s stream (row-major);
+                                  its hold freezes the dispatcher and the array
     EngineControl: the head sequence (load, run, drain, unload), ``cycles``, ``busy``
 
 The grid and the channel split are elaboration parameters (like the array
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 from amaranth import Module
+from amaranth.hdl import EnableInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -146,7 +148,11 @@ class KaleidoEngine(wiring.Component):
         m.submodules.qk_memory = qk_memory = self.qk_memory
         m.submodules.scheduling = scheduling = self.scheduling
         m.submodules.pass_former = pass_former = self.pass_former
-        m.submodules.dispatcher = dispatcher = PassDispatcher(self._config)
+        dispatcher = PassDispatcher(self._config)
+        hold = self.accumulator.hold
+        # the buffer's hold freezes the dispatcher with the array: both then
+        # run in the array's own time (docs/ENGINE.md)
+        m.submodules.dispatcher = EnableInserter(~hold)(dispatcher)
         m.submodules.array = array = KaleidoArray(self._config)
         m.submodules.accumulator = accumulator = self.accumulator
         m.submodules.control = control = self.control
@@ -158,7 +164,11 @@ class KaleidoEngine(wiring.Component):
         # scheduling stage -> sorted memories -> pass former -> dispatcher -> array
         wiring.connect(m, pass_former.sorted_rows, scheduling.sorted_rows)
         wiring.connect(m, pass_former.sorted_cols, scheduling.sorted_cols)
-        wiring.connect(m, pass_former.passes, dispatcher.passes)
+        m.d.comb += [
+            dispatcher.passes.payload.eq(pass_former.passes.payload),
+            dispatcher.passes.valid.eq(pass_former.passes.valid & ~hold),
+            pass_former.passes.ready.eq(dispatcher.passes.ready & ~hold),
+        ]
         wiring.connect(m, dispatcher.beats, array.slots)
         # array -> accumulation buffer -> s
         wiring.connect(m, accumulator.s, wiring.flipped(self.s))
@@ -166,7 +176,7 @@ class KaleidoEngine(wiring.Component):
             accumulator.tiles[r][c].eq(tile) for r, row in enumerate(array.tiles) for c, tile in enumerate(row)
         ]
         m.d.comb += [
-            array.hold.eq(0),
+            array.hold.eq(hold),
             accumulator.pass_tokens.eq(pass_former.tokens),
             accumulator.pass_taken.eq(pass_former.taken),
         ]
@@ -186,7 +196,7 @@ class KaleidoEngine(wiring.Component):
             accumulator.unload.eq(control.unload),
             control.loaded.eq(head_start),
             control.done.eq(pass_former.done),
-            control.drained.eq(accumulator.drained),
+            control.drained.eq(accumulator.settled),
             control.unloaded.eq(accumulator.unloaded),
             self.cycles.eq(control.cycles),
             self.busy.eq(control.busy),

@@ -105,7 +105,7 @@ def _perf_parser(sub):
         "--engine",
         action="store_true",
         help="also the integrated engine's exact cycles (scheduling not hidden, load, output; "
-        "docs/ENGINE.md); needs one 4x4 array",
+        "the S banks' holds; docs/ENGINE.md); needs one 4x4 array and at most 4096 tokens",
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")

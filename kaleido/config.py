@@ -36,6 +36,9 @@ __all__ = [
     "lfsr_steps",
     "PE_LATENCY",
     "tile_latency",
+    "s_bank",
+    "s_bank_offset",
+    "RMW_LATENCY",
 ]
 
 #: largest magnitude of an int8 x int8 product, (-128) * (-128)
@@ -54,6 +57,28 @@ def tile_latency(r: int, c: int) -> int:
     :data:`PE_LATENCY`. The RTL (``KaleidoArray.tile_latency``) and the
     cycle model both read it."""
     return r + c + PE_LATENCY
+
+
+#: cycles from an entry leaving an accumulation-buffer bank's FIFO to its
+#: sum written: the bank's synchronous read, then add and write
+RMW_LATENCY = 2
+
+
+def s_bank(i, j, banks: int):
+    """The accumulation buffer's bank of ``S[i, j]``: ``(i + j) mod banks``
+    (``banks`` a power of two, so the low bits of ``i + j``). The skew
+    spreads a row, a column and the entries of one pass over the banks;
+    works on integers and numpy arrays alike. The RTL
+    (``hdl/accumulation_buffer.py``) computes the same."""
+    return (i + j) % banks
+
+
+def s_bank_offset(i, j, n_tokens: int, banks: int):
+    """``S[i, j]``'s word within its bank (:func:`s_bank`):
+    ``i * ceil(N / banks) + j // banks``. Within a row the ``banks``
+    consecutive entries of a block of ``j`` share a word offset and lie in
+    ``banks`` different banks, so (bank, offset) names every entry once."""
+    return i * -(-n_tokens // banks) + j // banks
 
 
 #: scheduler geometry (paper fig. 16): clusters per window, and passes'
@@ -133,6 +158,13 @@ class KaleidoConfig:
         3 (the paper's PE) or 4 (the measured extension of spec sec. 5).
     array_rows, array_cols : int
         PE array size in pair groups (4x4 by default).
+    s_banks : int
+        Banks of the engine's accumulation buffer (a power of two; each a
+        memory with one read and one write port; docs/ENGINE.md).
+    s_fifo_depth : int
+        Entries of each bank's FIFO (a power of two; the buffer needs at
+        least ``array_rows * array_cols``: a cycle's tiles may all go to one
+        bank).
     acc_width : int or None
         PE register width; ``None`` derives the smallest width that holds a
         batch (``BATCH`` products of at most ``2**14``). A narrower value is
@@ -150,6 +182,8 @@ class KaleidoConfig:
     array_rows: int = 4
     array_cols: int = 4
     group_thresholds: tuple | None = DEFAULT_GROUP_THRESHOLDS
+    s_banks: int = 16
+    s_fifo_depth: int = 16
     #: None on input derives the width; after validation always an int
     acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
@@ -174,6 +208,12 @@ class KaleidoConfig:
             raise ValueError(f"array size must be at most 64x64, not {self.array_rows!r}x{self.array_cols!r}")
         if self.accumulators not in (3, 4):
             raise ValueError(f"accumulators must be 3 or 4, not {self.accumulators!r}")
+        for field in ("s_banks", "s_fifo_depth"):
+            value = getattr(self, field)
+            if not is_int(value):
+                raise TypeError(f"{field} must be an integer, not {value!r}")
+            if value < 1 or value & (value - 1) or value > 1024:
+                raise ValueError(f"{field} must be a power of two from 1 to 1024, not {value!r}")
         need = self.min_acc_width
         if self.acc_width is None:
             object.__setattr__(self, "acc_width", need)
@@ -230,7 +270,11 @@ class KaleidoConfig:
     @property
     def tag(self) -> str:
         """Short identifier for build directories and module names."""
-        return f"{self.name}_a{self.array_rows}x{self.array_cols}_b{self.batch}_w{self.acc_width}_r{self.accumulators}"
+        banks = "" if (self.s_banks, self.s_fifo_depth) == (16, 16) else f"_s{self.s_banks}x{self.s_fifo_depth}"
+        return (
+            f"{self.name}_a{self.array_rows}x{self.array_cols}_b{self.batch}_w{self.acc_width}_r{self.accumulators}"
+            + banks
+        )
 
     def replace(self, **changes) -> KaleidoConfig:
         return dataclasses.replace(self, **changes)

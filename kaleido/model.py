@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from .checks import check_qk
-from .config import LFSR_SEED, KaleidoConfig, SoftmaxFormat, tile_latency
+from .config import LFSR_SEED, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.grouped import grouped_follower_classes, grouped_op_counts
 from .golden.loopnest import unit_order
@@ -70,6 +70,9 @@ __all__ = [
     "need_table",
     "EngineTiming",
     "engine_cycles",
+    "engine_tiles",
+    "ENGINE_MODEL_TOKENS",
+    "pass_phase_beats",
     "scheduler_cycles",
     "linear_cycles",
     "PvTiming",
@@ -514,6 +517,228 @@ def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> 
     return out
 
 
+#: largest head :func:`engine_cycles` lays out tile by tile
+ENGINE_MODEL_TOKENS = 4096
+
+
+def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig) -> np.ndarray:
+    """One batch's passes on the array (the full variant: scheduler order as
+    given, matcher on): int64 ``(Gr, Gc, 4)``, the beats of each phase of
+    pass (row group, column group), ``max(1, slots)``. The same reduction as
+    :func:`run_model`'s walk, kept per pass instead of summed; the tests hold
+    the two equal (``batch_beats``)."""
+    cfg = config
+    R, C = cfg.array_rows, cfg.array_cols
+    table = need_table(cfg.accumulators)
+    n_ch = tq.shape[1]
+    qm, km = group_masks(tq, R), group_masks(tk, C)
+    Gr, Gc = len(qm), len(km)
+    out = np.ones((Gr, Gc, 4), dtype=np.int64)
+    for phase in Phase:
+        t = table[phase]
+        rcls, rrep = _mask_classes(t, 0)
+        ccls, crep = _mask_classes(t, 1)
+        reduced = t[rrep][:, crep]
+        kept = [k for k in range(len(rrep)) if (reduced[k] != Need.SKIP).any()]
+        if not kept:
+            continue
+        need, active = reduced[kept], np.array(kept, dtype=np.int64)
+        rkey, ckey = rcls[qm], ccls[km]
+        held = rkey[None, :, :] == active[:, None, None]
+        cneed = need[:, ckey]
+        lookahead = min(cfg.lookahead, n_ch) if bool((cneed == Need.HALF).any()) else None
+        rw = _lanes(held, held)  # (k, Gr, lanes)
+        cw = _lanes(cneed != Need.SKIP, cneed == Need.HALF)  # (k, Gc, lanes)
+        slots = _pair_slots(rw, cw, lookahead).astype(np.int64)
+        out[:, :, phase] = np.maximum(slots, 1)
+    return out
+
+
+@dataclasses.dataclass
+class _BatchTiles:
+    """One batch's accumulation-buffer traffic, in the array's own time
+    from the batch's first pass taken (tick 0): ``last_take`` (its last
+    pass's tick), ``last_tile`` (the last PE's last T3 tile), ``ticks``
+    (sorted ticks with tiles for ``S``) and ``banks``/``counts`` (sparse:
+    per tile tick and bank, tiles routed there)."""
+
+    length: int
+    last_take: int
+    last_tile: int
+    ticks: np.ndarray
+    banks: np.ndarray
+    counts: np.ndarray
+
+
+def _batch_tiles(units, perm_r, perm_c, beats, cfg: KaleidoConfig) -> _BatchTiles:
+    """The tiles of one batch: pass ``k`` (row group outer) is taken at tick
+    ``T_k`` (every pass its beats and one idle beat); its phase ``p``'s last
+    beat is at ``T_k + 1 + beats_0 + ... + beats_p`` and PE ``(r, c)``'s
+    tile ``tile_latency(r, c)`` later, for ``S[i, j]`` (row unit ``r``'s
+    anchor or follower, column unit ``c``'s), routed to bank
+    :func:`~kaleido.config.s_bank`; tiles of absent tokens go nowhere."""
+    R, C, B = cfg.array_rows, cfg.array_cols, cfg.s_banks
+    Gr, Gc, _ = beats.shape
+    flat = beats.reshape(Gr * Gc, 4)
+    length = flat.sum(axis=1) + 1
+    take = np.concatenate([[0], np.cumsum(length)[:-1]])
+    last_beat = (take[:, None] + 1 + np.cumsum(flat, axis=1)).reshape(Gr, Gc, 4)
+
+    def tokens(perm, size):
+        toks = np.full((len(perm) + (-len(perm)) % size, 2), -1, dtype=np.int64)
+        toks[: len(perm)] = units[perm]
+        return toks.reshape(-1, size, 2)
+
+    rt, ct = tokens(perm_r, R), tokens(perm_c, C)  # (Gr, R, 2), (Gc, C, 2)
+    lat = np.add.outer(np.arange(R), np.arange(C)) + tile_latency(0, 0)  # (R, C)
+    keys = []
+    for p in range(4):
+        i = rt[:, :, p >> 1]  # (Gr, R)
+        j = ct[:, :, p & 1]  # (Gc, C)
+        ii, jj = i[:, None, :, None], j[None, :, None, :]  # (Gr, Gc, R, C) by broadcasting
+        ok = (ii >= 0) & (jj >= 0)
+        when = last_beat[:, :, p][:, :, None, None] + lat[None, None, :, :]
+        bank = s_bank(ii, jj, B)
+        key = when * B + bank
+        keys.append(key[ok])
+    allkeys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    uk, cnt = np.unique(allkeys, return_counts=True)
+    return _BatchTiles(
+        length=int(length.sum()),
+        last_take=int(take[-1]),
+        last_tile=int(last_beat[-1, -1, 3] + tile_latency(R - 1, C - 1)),
+        ticks=uk // B,
+        banks=uk % B,
+        counts=cnt.astype(np.int64),
+    )
+
+
+def engine_tiles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list[_BatchTiles]:
+    """Per batch of a head on the engine, the accumulation buffer's traffic
+    (:func:`_batch_tiles`) in the scheduled pass order."""
+    grid, split = check_qk(Q, K, grid, split)
+    cfg = config or KaleidoConfig(split=tuple(split))
+    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
+    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    out = []
+    for batch in batches(cfg, grid, split):
+        ch = batch.channels
+        tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
+        perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
+        perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
+        beats = pass_phase_beats(tq[perm_r], tk[perm_c], cfg)
+        out.append(_batch_tiles(np.asarray(batch.units, dtype=np.int64), perm_r, perm_c, beats, cfg))
+    return out
+
+
+def _bank_lindley(times: np.ndarray, counts: np.ndarray, depth: int) -> tuple[bool, int]:
+    """One bank's FIFO over its arrivals (sorted distinct ``times``, tiles
+    ``counts``) when the array is never held: a FIFO holding ``o`` entries
+    at the start of a cycle gives one to the pipeline (if ``o > 0``) and
+    takes that cycle's tiles, so ``u_i`` = entries left after cycle
+    ``t_i``'s pop, before its arrivals, follows Lindley's recurrence
+    ``u_i = max(0, u_{i-1} + c_{i-1} - (t_i - t_{i-1}))``, vectorised as
+    ``P_i - min_{j <= i} P_j`` over the increments' prefix sums ``P``. Returns
+    ``(fits, last_pop)``: whether every cycle's ``o + c <= depth`` (no hold)
+    and the cycle of the bank's last pop."""
+    a = np.empty(len(times), dtype=np.int64)
+    a[0] = 0
+    a[1:] = counts[:-1] - np.diff(times)
+    P = np.cumsum(a)
+    u = P - np.minimum(np.minimum.accumulate(P), 0)
+    pre = np.empty_like(u)
+    pre[0] = -1  # empty before the first arrival
+    pre[1:] = u[:-1] + a[1:]
+    occ = np.where(pre >= 0, u + 1, 0)
+    fits = bool((occ + counts <= depth).all())
+    return fits, int(times[-1] + u[-1] + counts[-1])
+
+
+def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, holds: bool) -> dict | None:
+    """The engine's batch recurrence (docs/ENGINE.md) over the buffer's
+    traffic. ``holds=False``: assume the buffer never holds the array and
+    check it with :func:`_bank_lindley` per bank (``None`` if some FIFO
+    would overflow); ``holds=True``: the exact event simulation over the
+    array ticks with tiles: a tick whose tiles some FIFO cannot take is held
+    (the array, the dispatcher and their tiles wait) until every FIFO they
+    go to has room, ``max(0, entries + arrivals - depth)`` cycles (a
+    non-empty FIFO loses one entry a cycle)."""
+    B, D = cfg.s_banks, cfg.s_fifo_depth
+    nb = len(W)
+    s_start, a_last, sched_done = [0] * nb, [0] * nb, [0] * nb
+    free = 0  # the dispatcher could take the next pass at this cycle (no drain wait)
+    ready = 0  # the previous batch drained (its last tile taken a cycle before)
+    stall = held = 0
+    occ, ts = [0] * B, [0] * B  # each bank's FIFO: its entries at cycle ts
+    wall = []  # (times, banks, counts) per batch, for the no-hold check
+    last_tile = 0
+    for b in range(nb):
+        if b:
+            s_start[b] = sched_done[b - 1] + 1
+            if b >= 2:
+                s_start[b] = max(s_start[b], a_last[b - 2] + 2)
+        sched_done[b] = s_start[b] + W[b] + 2
+        first = max(sched_done[b], ready if b else 0)
+        stall += first - free
+        bt = tiles[b]
+        H = 0  # held cycles so far in this batch
+        H_take = None
+        if holds and len(bt.ticks):
+            # tiles sorted by tick, then bank; each bank's FIFO kept lazily as
+            # (entries, at cycle): it loses one a cycle while non-empty
+            ticks, banks_, counts = bt.ticks.tolist(), bt.banks.tolist(), bt.counts.tolist()
+            n, e = len(ticks), 0
+            while e < n:
+                x, end = ticks[e], e
+                while end < n and ticks[end] == x:
+                    end += 1
+                if H_take is None and x > bt.last_take:
+                    H_take = H
+                t = first + x + H
+                # held until every bank this tick's tiles go to can take them
+                wait = 0
+                for k in range(e, end):
+                    o = max(occ[banks_[k]] - (t - ts[banks_[k]]), 0)
+                    wait = max(wait, o + counts[k] - D)
+                H += wait
+                t += wait
+                for k in range(e, end):
+                    bank = banks_[k]
+                    occ[bank] = max(occ[bank] - (t - ts[bank]) - 1, 0) + counts[k]
+                    ts[bank] = t + 1
+                e = end
+        else:
+            wall.append((first + bt.ticks, bt.banks, bt.counts))
+        held += H
+        a_last[b] = first + bt.last_take + (H if H_take is None else H_take)
+        last_tile = first + bt.last_tile + H
+        ready = last_tile + 1
+        free = first + bt.length + H
+    last_pop = -1
+    if holds:
+        last_pop = max((t + o - 1 for o, t in zip(occ, ts, strict=True) if o > 0), default=-1)
+    else:
+        times = np.concatenate([w[0] for w in wall])
+        banks = np.concatenate([w[1] for w in wall])
+        counts = np.concatenate([w[2] for w in wall])
+        order = np.lexsort((times, banks))
+        times, banks, counts = times[order], banks[order], counts[order]
+        starts = np.searchsorted(banks, np.arange(B + 1))
+        for k in range(B):
+            lo, hi = starts[k], starts[k + 1]
+            if lo == hi:
+                continue
+            fits, pop = _bank_lindley(times[lo:hi], counts[lo:hi], D)
+            if not fits:
+                return None
+            last_pop = max(last_pop, pop)
+    # the cycles port: drained (the last tile taken, seen a cycle later) and
+    # settled (the last pop's write, seen a cycle later), then one cycle
+    compute = max(last_tile + 2, last_pop + RMW_LATENCY + 1)
+    return {"compute": compute, "stall": stall, "held": held, "free": free}
+
+
 @dataclasses.dataclass
 class EngineTiming:
     """Cycle budget of one head on :class:`kaleido.hdl.engine.KaleidoEngine`
@@ -530,6 +755,7 @@ class EngineTiming:
     schedule: int
     passes: int
     stall: int
+    held: int
     compute: int
     output: int
     total: int
@@ -543,7 +769,7 @@ class EngineTiming:
         return dataclasses.asdict(self)
 
 
-def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> EngineTiming:
+def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, method: str = "auto") -> EngineTiming:
     """Exact cycle count of the integrated engine for one head.
 
     Two pipelined stages share a two-bank sorted memory (docs/ENGINE.md):
@@ -561,44 +787,51 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> Eng
       beat (``run_model(variant="full", pass_gap=1)``), so the dispatcher
       is free again ``sum_b`` cycles after the batch's first pass;
     * after the last pass: the array's drain and one cycle to see the last
-      tile accumulated, ``array_drain + 2`` cycles in all (10 on the 4x4
-      array: the PE's product register added one, issue 20).
+      tile taken, ``array_drain + 2`` cycles in all (10 on the 4x4
+      array: the PE's product register added one, issue 20), or longer
+      while a bank still works through its FIFO.
+
+    The accumulation buffer (docs/ENGINE.md) takes each cycle's tiles into
+    per-bank FIFOs unless one would overflow; then it holds the array and
+    the dispatcher for a cycle (``held`` counts those cycles), which delays
+    everything downstream of the pass former in the array's own time. The
+    tiles of every batch are laid out in that time (:func:`engine_tiles`);
+    ``method="auto"`` first assumes no hold and checks every bank's FIFO
+    with Lindley's recurrence (vectorised), and only if one would overflow
+    runs the exact event simulation (``method="events"`` always runs it).
+    The head ends when the last tile is taken and its bank has written the
+    last sum (``settled``), seen a cycle later.
 
     Loading takes one cycle per input word (``2 N n_batches``), output one
-    per score (``N^2``). ``speedup`` is the dense array's cycles over
+    per score (``N^2``) plus one (the banks' synchronous read). ``speedup`` is the dense array's cycles over
     ``compute``; ``array_speedup`` the array alone, as :func:`run_model`
     reports it."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     n_tok = Q.shape[0]
+    if n_tok > ENGINE_MODEL_TOKENS:
+        raise ValueError(
+            f"engine_cycles lays out every tile of a head ({n_tok} tokens: {n_tok * n_tok:,} entries per batch); "
+            f"it takes at most {ENGINE_MODEL_TOKENS} tokens (the engine elaborates at most 1024)"
+        )
     res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
     W = scheduler_cycles(Q, K, grid, split, cfg)
-    batch_beats = res.batch_beats or []
     nb = len(W)
-    s_start, a_first, a_last = [0] * nb, [0] * nb, [0] * nb
-    sched_done = [0] * nb
-    free_at = 0  # the dispatcher takes the next pass at this cycle or later
-    stall = 0
-    for b in range(nb):
-        if b:
-            s_start[b] = sched_done[b - 1] + 1
-            if b >= 2:
-                s_start[b] = max(s_start[b], a_last[b - 2] + 2)
-        sched_done[b] = s_start[b] + W[b] + 2
-        total_b, last_b = batch_beats[b]
-        # a batch's first pass also waits for the array to drain the previous batch
-        ready = free_at + (array_drain(cfg) + 1 if b else 0)
-        a_first[b] = max(sched_done[b], ready)
-        stall += a_first[b] - free_at
-        a_last[b] = a_first[b] + total_b - last_b
-        free_at = a_first[b] + total_b
-    compute = free_at + array_drain(cfg) + 2
-    load, output = 2 * n_tok * nb, n_tok * n_tok
+    if method not in ("auto", "events"):
+        raise ValueError(f"method must be 'auto' or 'events', not {method!r}")
+    tiles = engine_tiles(Q, K, grid, split, cfg)
+    walk = _engine_walk(tiles, W, cfg, holds=False) if method == "auto" else None
+    if walk is None:  # some FIFO would overflow: the exact event simulation
+        walk = _engine_walk(tiles, W, cfg, holds=True)
+    assert walk is not None  # the event simulation always answers
+    compute, stall = walk["compute"], walk["stall"]
+    load, output = 2 * n_tok * nb, n_tok * n_tok + 1
     return EngineTiming(
         load=load,
         schedule=sum(w + 2 for w in W),
         passes=res.beats,
         stall=stall,
+        held=walk["held"],
         compute=compute,
         output=output,
         total=load + compute + output,

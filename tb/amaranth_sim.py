@@ -57,13 +57,16 @@ def simulate_engine(
     max_cycles=2_000_000,
     head_grid=None,
     thresholds=None,
+    stats=None,
 ):
     """One head through a :class:`KaleidoEngine` built for ``grid`` in the
     Amaranth simulator; returns ``(S, compute_cycles, total_cycles)``.
     ``head_grid`` is the head's own grid (default: the engine's); a head
     the engine cannot take is rejected before anything is built.
     ``thresholds``: the head's per-group ``(F, P)`` on the engine's
-    run-time port (default: its reset value, ``config.thresholds``)."""
+    run-time port (default: its reset value, ``config.thresholds``). A dict
+    ``stats`` receives ``held``: the cycles the accumulation buffer held
+    the array."""
     from kaleido.hdl.engine import KaleidoEngine, check_engine_input
     from kaleido.tb.engine_io import decode_scores, engine_words, threshold_word
 
@@ -78,8 +81,12 @@ def simulate_engine(
         for c in range(C)
     ]
 
+    held = [0]
+
     def no_collision(be: Backend, cycle: int) -> None:
-        """The accumulate lanes never write one S entry twice in a cycle."""
+        """The accumulate lanes never write one S entry twice in a cycle
+        (and count the held cycles)."""
+        held[0] += be.get("accumulator.hold")
         hits = [be.get(address) for enable, address in lanes if be.get(enable)]
         if len(hits) != len(set(hits)):
             raise AssertionError(
@@ -101,4 +108,6 @@ def simulate_engine(
             thresholds=word,
         ),
     )
+    if stats is not None:
+        stats["held"] = held[0]
     return decode_scores(res.values, dut.n_tokens, dut.s_width), res.compute, res.total

@@ -17,7 +17,7 @@ import numpy as np
 
 from kaleido.golden.grouped import grouped_scores
 from kaleido.hdl.engine import check_engine_input
-from kaleido.model import array_drain, engine_cycles
+from kaleido.model import engine_cycles
 from kaleido.tb.benches import engine_bench
 from kaleido.tb.cocotb_util import seed, start
 from kaleido.tb.engine_io import decode_scores, engine_words, random_thresholds, threshold_word
@@ -121,7 +121,8 @@ async def demo(dut):
         f"{CFG.accumulators} accumulators, seed {s}",
         f"  S ({N}x{N}) == grouped_scores: bit-exact ({N * N} scores)",
         f"  engine compute cycles : {compute:>9,d}  (model {t.compute:,d}: passes {t.passes:,d} + dispatcher "
-        f"idle {t.stall:,d} + drain {array_drain(CFG) + 2}; scheduling {t.schedule:,d}, overlapped)",
+        f"idle {t.stall:,d} + held by the S banks {t.held:,d} + drain {t.compute - t.passes - t.stall - t.held}; "
+        f"scheduling {t.schedule:,d}, overlapped)",
         f"  dense 4x4 array cycles: {t.dense_cycles:>9,d}",
         f"  speedup over dense    : {t.speedup:9.3f}x  (array alone, scheduling hidden: {t.array_speedup:.3f}x)",
         f"  whole head incl. I/O  : {total:>9,d}  (load {t.load:,d} + compute + output {t.output:,d}); "

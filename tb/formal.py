@@ -781,10 +781,10 @@ class ArrayDrain(Harness):
 
 
 class AccumulationBufferUnload(Harness):
-    """The accumulation buffer's output stream ``s``. ``s.valid`` is the
-    ``unload`` input, so its driver is assumed to keep to the stream rule's
-    half (``unload`` stays high until a word is taken), and no tile arrives
-    while ``S`` is unloading (the engine unloads a drained buffer). Then the
+    """The accumulation buffer's output stream ``s``. ``s.valid`` follows
+    ``unload`` a cycle later (the banks' synchronous read); its driver is
+    assumed to keep ``unload`` high while a word waits, and no tile arrives
+    while ``S`` is unloading (the engine unloads a settled buffer). Then the
     stream rule holds on ``s``; with ``framing``, ``last`` marks exactly
     every ``N^2``-th word taken (no word lost or repeated within an unload)
     and ``unloaded`` pulses exactly with it. Covers: a whole unload, a

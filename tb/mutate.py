@@ -251,6 +251,56 @@ MUTANTS = [
         "beat.ctl.last.eq(side.last)",
         "P V dispatcher",
     ),
+    # the banked accumulation buffer (issue 13): routing, FIFO full, the read-after-write forward, the hold
+    Mutant(
+        "s_bank_route",
+        "hdl/accumulation_buffer.py",
+        "bank.eq(s_bank(i, j, B) if B > 1 else 0)",
+        "bank.eq(s_bank(i, i, B) if B > 1 else 0)",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "s_fifo_full",
+        "hdl/accumulation_buffer.py",
+        "overflow.eq(count + arrivals > D)",
+        "overflow.eq(count + arrivals > D + 1)",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "s_fifo_place",
+        "hdl/accumulation_buffer.py",
+        "place = place + sel[k]",
+        "place = place",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "s_rmw_forward",
+        "hdl/accumulation_buffer.py",
+        "Mux(last_valid & (last_offset == s1.offset), last_value, rd.data)",
+        "rd.data",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "s_engine_settled",
+        "hdl/engine.py",
+        "control.drained.eq(accumulator.settled),",
+        "control.drained.eq(accumulator.drained),",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "model_s_lindley",
+        "kaleido/model.py",
+        "occ = np.where(pre >= 0, u + 1, 0)",
+        "occ = np.where(pre >= 0, u, 0)",
+        "engine timing",
+    ),
+    Mutant(
+        "model_s_hold",
+        "kaleido/model.py",
+        "wait = max(wait, o + counts[k] - D)",
+        "wait = max(wait, o + counts[k] - D - 1)",
+        "engine timing",
+    ),
     # the cycle model
     Mutant("model_bank_free", "kaleido/model.py", "a_last[b - 2] + 2)", "a_last[b - 2] + 3)", "engine timing"),
     Mutant(

@@ -1,11 +1,19 @@
 """The engine's accumulation buffer
-(:class:`kaleido.hdl.accumulation_buffer.AccumulationBuffer`) against the
-loop nest: the golden tiles of every pass of ``iter_passes`` (drained as an
-array with one-beat phases would, passes taken at random gaps) accumulate
-into exactly ``S = grouped_scores``, streamed out row-major under random
-output stalls; each lane's ``writes`` port names the golden ``S`` entry of
-its tile; ``drained`` follows the last PE's T3 tiles; two heads through one
-buffer (the first batch overwrites ``S``)."""
+(:class:`kaleido.hdl.accumulation_buffer.AccumulationBuffer`) alone, in the
+Amaranth simulator, against a reference of its banks (:class:`BankModel`):
+per cycle ``hold``, every lane's ``writes``, ``drained`` and ``settled``;
+at the end ``S`` (unloaded row-major under random output stalls) equals the
+tiles applied in the order the reference takes them, and equals
+``grouped_scores`` (the configuration's thresholds) for golden heads.
+
+The driver behaves as the engine's array: it presents each array tick's
+tiles until the buffer takes them (a held cycle repeats the tick) and takes
+passes only on cycles without ``hold``. Cases: golden passes of two heads
+(the first batch overwrites ``S``) at the default 16 banks and at one bank
+(the FIFO fills, the array is held); random passes on a 2x2 array over few
+tokens with 2 banks and 4-entry FIFOs: bursts of a cycle's tiles into one
+bank, full FIFOs, and one entry read again while its previous sum is being
+written (the forwarding path)."""
 
 from __future__ import annotations
 
@@ -17,119 +25,246 @@ from amaranth.sim import Simulator
 
 from kaleido import KaleidoConfig
 from kaleido.golden.grouped import grouped_scores
+from kaleido.config import s_bank
 from kaleido.golden.loopnest import iter_passes
 from kaleido.hdl.accumulation_buffer import RING_DEPTH, AccumulationBuffer
 from kaleido.tb.engine_io import decode_scores
 from kaleido.tb.passes import make_workload
 
-#: small heads (the buffer's 17-port N^2 memory is slow in the Amaranth simulator)
-CASES = [
-    ("short-batches", KaleidoConfig(split=(2, 3, 3), batch=2), (2, 2, 4)),
-    ("odd", KaleidoConfig(split=(1, 3, 2), batch=4, P=4), (3, 1, 3)),
+GOLDEN = [
+    ("golden-16-banks", KaleidoConfig(split=(2, 3, 3), batch=2), (2, 2, 4)),
+    ("golden-1-bank", KaleidoConfig(split=(1, 3, 2), batch=4, P=4, s_banks=1), (3, 1, 3)),
+]
+#: a 2x2 array, 2 banks of 4-entry FIFOs over 3 or 4 tokens: bursts and hazards
+RANDOM = [
+    ("random-2-banks", KaleidoConfig(split=(2, 2, 2), batch=2, array_rows=2, array_cols=2, s_banks=2, s_fifo_depth=4)),
+    ("random-4-banks", KaleidoConfig(split=(2, 2, 2), batch=2, array_rows=2, array_cols=2, s_banks=4, s_fifo_depth=8)),
 ]
 
 
-def tokens_value(ps):
-    """The pass's tokens as the ``pass_tokens`` port takes them."""
+class BankModel:
+    """The buffer's banks, cycle by cycle: a cycle's tiles are taken unless
+    some bank's FIFO (``len + arrivals > depth``) cannot hold them (``hold``);
+    each bank pops one entry a cycle from what it held at the cycle's
+    start; ``S`` is updated in pop order (overwrite on ``first``)."""
+
+    def __init__(self, cfg: KaleidoConfig, n: int):
+        self.cfg, self.n = cfg, n
+        self.fifo: list[collections.deque] = [collections.deque() for _ in range(cfg.s_banks)]
+        self.S = np.zeros((n, n), dtype=np.int64)
+        self.busy = False  # an entry popped last cycle (its write is this cycle)
+        self.in_flight = 0
+        self.pops = 0
+        self.max_fill = 0
+        self.last_pop: list[tuple | None] = [None] * cfg.s_banks  # each bank's entry popped last cycle
+        self.forwards = 0  # an entry popped the cycle after itself: its read misses the write
+
+    def hold(self, hits) -> bool:
+        """``hits``: this cycle's ``(i, j, value, first)`` in lane order."""
+        arrivals = collections.Counter(s_bank(i, j, self.cfg.s_banks) for i, j, _, _ in hits)
+        return any(len(self.fifo[b]) + a > self.cfg.s_fifo_depth for b, a in arrivals.items())
+
+    def settled(self) -> bool:
+        return self.in_flight == 0 and not self.busy and not any(self.fifo)
+
+    def step(self, hits, take: bool, taken: bool, last_t3: bool) -> None:
+        popped = False
+        for b, q in enumerate(self.fifo):
+            before, self.last_pop[b] = self.last_pop[b], None
+            if q:
+                i, j, v, first = q.popleft()
+                self.forwards += before == (i, j)
+                self.last_pop[b] = (i, j)
+                total = v if first else int(self.S[i, j]) + v
+                half = 1 << (self.cfg.buffer_width() - 1)  # an S entry wraps as the RTL's does
+                self.S[i, j] = (total + half) % (2 * half) - half
+                popped = True
+                self.pops += 1
+        self.busy = popped
+        if take:
+            for i, j, v, first in hits:
+                self.fifo[s_bank(i, j, self.cfg.s_banks)].append((i, j, v, first))
+            self.max_fill = max([self.max_fill, *(len(q) for q in self.fifo)])
+        self.in_flight += int(taken) - int(take and last_t3)
+
+
+def tokens_value(rows, cols, first):
+    """A pass's tokens as the ``pass_tokens`` port takes them (-1: absent)."""
     pair = lambda a, f: {
         "anchor": max(int(a), 0),
         "follower": max(int(f), 0),
         "anchor_present": int(a >= 0),
         "follower_present": int(f >= 0),
     }
-    return {
-        "rows": [pair(a, f) for a, f in ps.rows],
-        "cols": [pair(a, f) for a, f in ps.cols],
-        "first": int(ps.batch.index == 0),
-    }
+    return {"rows": [pair(a, f) for a, f in rows], "cols": [pair(a, f) for a, f in cols], "first": int(first)}
 
 
-@pytest.mark.parametrize("name, cfg, grid", CASES, ids=[c[0] for c in CASES])
-def test_accumulation_buffer(name, cfg, grid, seed):
+def golden_passes(cfg, grid, heads):
+    """Per head: its passes as ``(rows, cols, first, tiles (R, C, 4))`` and
+    the expected ``S``."""
+    out = []
+    for w in heads:
+        passes = [
+            (ps.rows, ps.cols, ps.batch.index == 0, ps.tiles(cfg.accumulators, cfg.acc_width))
+            for ps in iter_passes(w.q, w.k, w.grid, w.split, cfg, scheduler=True)
+        ]
+        out.append((passes, grouped_scores(w.q, w.k, w.grid, w.split, cfg.thresholds)))
+    return out
+
+
+def random_passes(cfg, n, rng, count):
+    """``count`` random passes over ``n`` tokens: tokens drawn from a few
+    values (so entries repeat in consecutive pops), some absent; the first
+    ``count // 3`` passes are a first batch (they overwrite). Expected ``S``:
+    ``None`` (the reference's order decides where a first batch's tiles of
+    one entry meet)."""
+    R, C = cfg.array_rows, cfg.array_cols
+    lim = 1 << (cfg.acc_width - 1)
+    passes = []
+    for k in range(count):
+        rows = [tuple(int(x) for x in rng.integers(-1, n, 2)) for _ in range(R)]
+        cols = [tuple(int(x) for x in rng.integers(-1, n, 2)) for _ in range(C)]
+        if rng.random() < 0.4:  # a burst: every token a multiple of the bank count, so every tile in bank 0
+            B = cfg.s_banks
+            rows = [tuple(B * (t // B) if t >= 0 else t for t in pair) for pair in rows]
+            cols = [tuple(B * (t // B) if t >= 0 else t for t in pair) for pair in cols]
+        tiles = rng.integers(-lim, lim, (R, C, 4))
+        passes.append((rows, cols, k < count // 3, tiles))
+    return [(passes, None)]
+
+
+def run_buffer(cfg, n, heads, seed, gaps=(5, 9)):
+    """Drive ``heads`` (from :func:`golden_passes` / :func:`random_passes`)
+    through one buffer; returns the reference's statistics."""
     rng = np.random.default_rng(seed)
     R, C = cfg.array_rows, cfg.array_cols
-    n = grid[0] * grid[1] * grid[2]
     dut = AccumulationBuffer(cfg, n)
-    assert dut.latency == 0 and dut.n_tokens == n
-    heads = [make_workload(kind, grid, cfg.split, seed + h) for h, kind in enumerate(("video", "random"))]
     tokens_layout = dut.pass_tokens.shape()
+    stats = {"held": 0, "max_fill": 0, "cycles": 0, "forwards": 0}
 
     async def bench(ctx):
-        for h, w in enumerate(heads):
+        for h, (passes, expect) in enumerate(heads):
             label = f"seed {seed} head {h}"
-            passes = list(iter_passes(w.q, w.k, w.grid, w.split, cfg, scheduler=True))
-            # per cycle, per PE: (phase, value, golden S entry or None)
+            ref = BankModel(cfg, n)
+            # per array tick, per PE: (phase, value, (i, j) or None, first)
             tiles = collections.defaultdict(dict)
-            cycle = k = 0
+            tick = k = 0
             next_take = 0
-            last_t3 = -1  # cycle of the latest pass's T3 tile at the last PE
-            while k < len(passes) or cycle <= last_t3:
-                ps = passes[k] if k < len(passes) else None
-                boundary = ps is not None and k and passes[k - 1].batch.index != ps.batch.index
-                # the buffer drains a pass's tiles by the cycle after its last T3 tile
-                assert ctx.get(dut.drained) == (cycle > last_t3), f"{label}: cycle {cycle}: drained"
-                take = ps is not None and cycle >= next_take and (not boundary or cycle > last_t3)
-                ctx.set(dut.pass_taken, take)
-                if take:
-                    ctx.set(dut.pass_tokens, tokens_layout.const(tokens_value(ps)))
-                    values = ps.tiles(cfg.accumulators, cfg.acc_width)
-                    for r in range(R):
-                        for c in range(C):
-                            for phase in range(4):
-                                i = (ps.rows[r][0], ps.rows[r][1])[phase >> 1]
-                                j = (ps.cols[c][0], ps.cols[c][1])[phase & 1]
-                                entry = i * n + j if i >= 0 and j >= 0 else None
-                                # one-beat phases: phase p of PE (r, c) drains r + c + p + 1 cycles after the take
-                                tiles[cycle + 1 + r + c + phase][(r, c)] = (phase, int(values[r, c, phase]), entry)
-                    last_t3 = cycle + 1 + (R - 1) + (C - 1) + 3
-                    next_take = cycle + 5 + int(rng.integers(0, 4)) * int(rng.random() < 0.3)
-                    k += 1
-                now = tiles.pop(cycle, {})
+            last_t3 = -1  # tick of the latest pass's T3 tile at the last PE
+            cycle = 0
+            while k < len(passes) or tick <= last_t3 or not ref.settled():
+                assert ctx.get(dut.drained) == (ref.in_flight == 0), f"{label}: cycle {cycle}: drained"
+                assert ctx.get(dut.settled) == ref.settled(), f"{label}: cycle {cycle}: settled"
+                now = tiles.get(tick, {})
+                hits = []
                 for r in range(R):
                     for c in range(C):
-                        phase, value, entry = now.get((r, c), (0, 0, None))
+                        phase, value, entry, first = now.get((r, c), (0, 0, None, False))
                         tile = dut.tiles[r][c]
                         ctx.set(tile.valid, (r, c) in now)
                         ctx.set(tile.phase, phase)
                         ctx.set(tile.value, value)
+                        if entry is not None:
+                            hits.append((*entry, value, first))
+                hold = ref.hold(hits)
+                assert ctx.get(dut.hold) == hold, f"{label}: cycle {cycle}: hold {ctx.get(dut.hold)}, reference {hold}"
+                take = not hold
+                ps = passes[k] if k < len(passes) else None
+                boundary = ps is not None and k and passes[k - 1][2] != ps[2]
+                taken = take and ps is not None and tick >= next_take and (not boundary or ref.in_flight == 0)
+                ctx.set(dut.pass_taken, taken)
+                for r in range(R):
+                    for c in range(C):
                         write = dut.writes[r][c]
                         got = ctx.get(write.address) if ctx.get(write.enable) else None
-                        assert got == entry, f"{label}: cycle {cycle} PE ({r}, {c}): writes {got}, golden {entry}"
-                hits = [e for _, _, e in now.values() if e is not None]
-                assert len(hits) == len(set(hits)), f"{label}: cycle {cycle}: two tiles for one S entry"
+                        entry = now[(r, c)][2] if (r, c) in now else None
+                        want = entry[0] * n + entry[1] if (entry is not None and take) else None
+                        assert got == want, f"{label}: cycle {cycle} PE ({r}, {c}): writes {got}, expected {want}"
+                if taken:
+                    rows, cols, first, values = ps
+                    ctx.set(dut.pass_tokens, tokens_layout.const(tokens_value(rows, cols, first)))
+                    for r in range(R):
+                        for c in range(C):
+                            for phase in range(4):
+                                i = rows[r][phase >> 1]
+                                j = cols[c][phase & 1]
+                                entry = (i, j) if i >= 0 and j >= 0 else None
+                                # one-beat phases: phase p of PE (r, c) drains r + c + p + 2 ticks after the take
+                                at = tick + 2 + r + c + phase
+                                tiles[at][(r, c)] = (phase, int(values[r, c, phase]), entry, first)
+                    last_t3 = tick + 2 + (R - 1) + (C - 1) + 3
+                    next_take = tick + int(rng.integers(*gaps))
+                    k += 1
+                last = (R - 1, C - 1) in now and now[(R - 1, C - 1)][0] == 3
+                ref.step(hits, take, taken, last)
+                stats["held"] += hold
+                if take:
+                    tiles.pop(tick, None)
+                    tick += 1
                 cycle += 1
                 await ctx.tick()
-                assert cycle < 100_000
+                assert cycle < 200_000
             ctx.set(dut.pass_taken, 0)
             for row in dut.tiles:
                 for tile in row:
                     ctx.set(tile.valid, 0)
-            assert ctx.get(dut.drained)
+            assert ctx.get(dut.settled)
+            stats["max_fill"] = max(stats["max_fill"], ref.max_fill)
+            stats["forwards"] += ref.forwards
+            stats["cycles"] += cycle
 
-            # unload under random output stalls
+            # unload under random output stalls: the first word a cycle after unload rises
             ctx.set(dut.unload, 1)
             values = []
+            first_cycle = True
             while True:
                 ready = bool(rng.random() < 0.7)
                 ctx.set(dut.s.ready, ready)
-                assert ctx.get(dut.s.valid)
+                valid = ctx.get(dut.s.valid)
+                assert valid != first_cycle, f"{label}: s.valid {valid} in unload cycle {len(values)}"
+                first_cycle = False
                 last = ctx.get(dut.s.payload.last)
-                assert ctx.get(dut.unloaded) == (ready and last)
-                if ready:
+                assert ctx.get(dut.unloaded) == (valid and ready and last)
+                if valid and ready:
                     values.append(ctx.get(dut.s.payload.value.as_unsigned()))
                     assert last == (len(values) == n * n), f"{label}: last on word {len(values)} of {n * n}"
                 await ctx.tick()
-                if ready and last:
+                if valid and ready and last:
                     break
             ctx.set(dut.unload, 0)
+            await ctx.tick()
+            assert not ctx.get(dut.s.valid)
             S = decode_scores(values, n, cfg.buffer_width())
-            ref = grouped_scores(w.q, w.k, w.grid, w.split, cfg.thresholds)
-            assert np.array_equal(S, ref), f"{label}: {(S != ref).sum()} scores differ"
+            bad = [(tuple(e), int(S[tuple(e)]), int(ref.S[tuple(e)])) for e in np.argwhere(S != ref.S)]
+            assert not bad, f"{label}: (entry, RTL, reference) differ: {bad[:4]}"
+            if expect is not None:
+                assert np.array_equal(S, expect), f"{label}: {(S != expect).sum()} scores differ from grouped_scores"
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    return stats
+
+
+@pytest.mark.parametrize("name, cfg, grid", GOLDEN, ids=[c[0] for c in GOLDEN])
+def test_accumulation_buffer_golden(name, cfg, grid, seed):
+    n = grid[0] * grid[1] * grid[2]
+    heads = [make_workload(kind, grid, cfg.split, seed + h) for h, kind in enumerate(("video", "random"))]
+    stats = run_buffer(cfg, n, golden_passes(cfg, grid, heads), seed)
+    if cfg.s_banks == 1:  # one bank takes one tile a cycle: the array is held
+        assert stats["held"] > 0, f"seed {seed}: {stats}"
+
+
+@pytest.mark.parametrize("name, cfg", RANDOM, ids=[c[0] for c in RANDOM])
+def test_accumulation_buffer_random(name, cfg, seed):
+    rng = np.random.default_rng(seed)
+    n = 4
+    stats = run_buffer(cfg, n, random_passes(cfg, n, rng, 60), seed, gaps=(5, 7))
+    # the FIFOs filled up and held the array; entries were read back to back (forwarded)
+    assert stats["held"] > 0 and stats["forwards"] > 0, f"seed {seed}: {stats}"
+    if cfg.s_fifo_depth == cfg.array_rows * cfg.array_cols:
+        assert stats["max_fill"] == cfg.s_fifo_depth, f"seed {seed}: {stats}"
 
 
 def test_accumulation_buffer_rejects_bad_parameters():
@@ -137,4 +272,10 @@ def test_accumulation_buffer_rejects_bad_parameters():
         AccumulationBuffer(KaleidoConfig(), 2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"n_tokens must be at least 2, not 1"):
         AccumulationBuffer(KaleidoConfig(), 1)
+    with pytest.raises(ValueError, match=r"s_fifo_depth 8 is below the array's 16 PEs"):
+        AccumulationBuffer(KaleidoConfig(s_fifo_depth=8), 4)
+    with pytest.raises(ValueError, match=r"s_banks must be a power of two from 1 to 1024, not 3"):
+        KaleidoConfig(s_banks=3)
+    with pytest.raises(TypeError, match=r"s_fifo_depth must be an integer, not 'x'"):
+        KaleidoConfig(s_fifo_depth="x")
     assert RING_DEPTH == 4

@@ -24,11 +24,14 @@ from kaleido.tb.runner import SIMULATORS, run_cocotb
 #: e3: the issue's 4x8x8 (256 tokens, 128 units per group: two scheduler windows)
 #: e4: the HunyuanVideo split (16, 56, 56) at BATCH 16 (56 = 16+16+16+8); Icarus
 #:     runs it in `make sim` (~220 cycles/s), too slow for five heads here
+#: e5: e1 with 2 S banks: the FIFOs fill and the buffer holds the array on
+#:     every head (engine_cycles' event simulation)
 ENGINES = [
     ("e1", KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4), SIMULATORS),
     ("e2", KaleidoConfig.paper(split=(3, 6, 5), batch=4, P=4), (3, 3, 5), SIMULATORS),
     ("e3", KaleidoConfig(split=(2, 3, 3), batch=4), (4, 8, 8), ("verilator",)),
     ("e4", KaleidoConfig.preset("hunyuan", batch=16), (2, 4, 4), ("verilator",)),
+    ("e5", KaleidoConfig(split=(4, 7, 5), batch=4, s_banks=2), (2, 4, 4), SIMULATORS),
 ]
 CASES = [(sim, e[0], e[1], e[2]) for e in ENGINES for sim in e[3]]
 
@@ -96,6 +99,82 @@ def test_engine_runtime_thresholds_amaranth(acc, ins, seed):
     assert compute == t.compute, f"seed {seed} thresholds {thresholds}: RTL {compute} cycles, model {t.compute}"
 
 
+#: heads the S banks hold the array on: (kind, grid, split, batch, banks, FIFO depth, input and
+#: output stalls, whether the holds must show in the cycles: a scheduler-bound head hides them)
+HOLD_CASES = [
+    ("video", (2, 2, 4), (2, 3, 3), 4, 1, 16, "none", "none", True),
+    ("random", (2, 2, 4), (2, 3, 3), 4, 2, 16, "random", "random", True),
+    ("constant", (1, 3, 3), (1, 1, 2), 2, 2, 16, "none", "none", False),
+    ("video", (3, 1, 3), (1, 3, 2), 4, 4, 16, "none", "random", False),
+]
+
+
+@pytest.mark.parametrize("kind, grid, split, batch, banks, depth, ins, outs, shows", HOLD_CASES)
+def test_engine_holds_amaranth(kind, grid, split, batch, banks, depth, ins, outs, shows, seed):
+    """Few S banks: the FIFOs fill and the buffer holds the array and the
+    dispatcher. ``S`` stays exact and ``cycles`` equals ``engine_cycles``
+    (its event simulation), which differs from what a buffer that never
+    holds would take (a model ignoring the holds fails here)."""
+    cfg = KaleidoConfig(split=split, batch=batch, s_banks=banks, s_fifo_depth=depth)
+    w = make_workload(kind, grid, split, seed)
+    stats: dict = {}
+    S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed, stats=stats)
+    ref = grouped_scores(w.q, w.k, grid, split, cfg.thresholds)
+    assert np.array_equal(S, ref), f"seed {seed}: {(S != ref).sum()} scores differ"
+    t = engine_cycles(w.q, w.k, grid, split, cfg)
+    assert compute == t.compute, f"seed {seed}: RTL {compute} compute cycles, model {t.compute} ({t.held} held)"
+    assert stats["held"] == t.held, f"seed {seed}: RTL held the array {stats['held']} cycles, model {t.held}"
+    if ins == outs == "none":
+        assert total == t.total
+    if shows:  # one or two banks cannot keep up: the array is held, and it costs cycles
+        never = engine_cycles(w.q, w.k, grid, split, cfg.replace(s_banks=64, s_fifo_depth=1024))
+        assert t.held > 0 and never.held == 0 and never.compute != compute, f"seed {seed}: {t}, {never}"
+
+
+def test_engine_model_methods(seed):
+    """The model's two methods agree: Lindley's check (no hold) and the
+    event simulation, on heads with and without holds; the per-pass beats
+    add up to the array model's per-batch beats."""
+    from kaleido.model import engine_tiles, run_model
+
+    rng = np.random.default_rng(seed)
+    holds = 0
+    for h in range(8):
+        split = tuple(int(x) for x in rng.integers(1, 6, 3))
+        grid = tuple(int(x) for x in rng.integers(1, 5, 3))
+        if grid[0] * grid[1] * grid[2] < 2:
+            continue
+        banks = int(rng.choice([1, 2, 4, 16]))
+        cfg = KaleidoConfig(split=split, batch=int(rng.integers(1, 5)), s_banks=banks)
+        w = make_workload(str(rng.choice(["video", "random", "constant"])), grid, split, seed + h)
+        auto = engine_cycles(w.q, w.k, grid, split, cfg)
+        events = engine_cycles(w.q, w.k, grid, split, cfg, method="events")
+        assert auto == events, f"seed {seed} head {h}: {auto} != {events}"
+        holds += auto.held > 0
+        res = run_model(w.q, w.k, grid, split, cfg, variant="full", pass_gap=1)
+        got = [(t.length, t.length - t.last_take) for t in engine_tiles(w.q, w.k, grid, split, cfg)]
+        assert got == [tuple(b) for b in res.batch_beats], f"seed {seed} head {h}"
+    with pytest.raises(ValueError, match=r"method must be 'auto' or 'events', not 'x'"):
+        engine_cycles(w.q, w.k, grid, split, cfg, method="x")
+    big = make_workload("constant", (2, 64, 64), (1, 1, 1), seed)
+    with pytest.raises(ValueError, match=r"8192 tokens: 67,108,864 entries per batch\); it takes at most 4096"):
+        engine_cycles(big.q, big.k, big.grid, big.split, KaleidoConfig(split=(1, 1, 1)))
+
+
+def test_engine_model_one_hold():
+    """A report head (wan split, slow motion, 256 tokens) on 4 banks fills
+    one FIFO exactly one entry past its depth, once: Lindley's check must
+    see that single overflow (an off-by-one there would report no hold),
+    and the event simulation holds the array exactly one cycle."""
+    from kaleido.golden.workloads import synthetic_video
+
+    w = synthetic_video("wan", (4, 8, 8), "slow", 0)
+    cfg = KaleidoConfig(split=w.split, s_banks=4)
+    auto = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
+    events = engine_cycles(w.q, w.k, w.grid, w.split, cfg, method="events")
+    assert auto == events and auto.held == 1, (auto, events)
+
+
 @pytest.mark.soak
 def test_engine_soak(seed):
     """``make soak``: at least 10^6 cycles (KALEIDO_SOAK_CYCLES) of random,
@@ -128,11 +207,12 @@ def test_engine_model_pipeline():
     t = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
     W = scheduler_cycles(w.q, w.k, w.grid, w.split, cfg)
     assert t.total == t.load + t.compute + t.output
-    assert t.load == 2 * 32 * 5 and t.output == 32 * 32 and t.batches == 5 == len(W)
+    assert t.load == 2 * 32 * 5 and t.output == 32 * 32 + 1 and t.batches == 5 == len(W)
     assert t.schedule == sum(W) + 2 * len(W)
     # the array's drain (R + C = 8 cycles to the last tile, issue 20), then one to see it
     assert array_drain(cfg) == 4 + 4
-    assert t.compute == t.passes + t.stall + 4 + 4 + 2
+    # then the drain, and longer while a bank works through its FIFO
+    assert t.compute >= t.passes + t.stall + t.held + 4 + 4 + 2
     # later batches are scheduled behind the passes; each batch boundary waits for the drain
     assert t.stall == W[0] + 2 + (4 + 4 + 1) * (len(W) - 1)
     assert t.compute < t.passes + t.schedule  # the stages overlap
