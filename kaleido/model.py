@@ -618,8 +618,8 @@ def engine_tiles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list
     (:func:`_batch_tiles`) in the scheduled pass order."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
-    qcls = follower_classes(Q, grid, split, cfg.F, cfg.P)
-    kcls = follower_classes(K, grid, split, cfg.F, cfg.P)
+    qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
+    kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
     out = []
     for batch in batches(cfg, grid, split):

@@ -24,8 +24,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from kaleido import KaleidoConfig
-from kaleido.golden.grouped import grouped_scores
 from kaleido.config import s_bank
+from kaleido.golden.grouped import grouped_scores
 from kaleido.golden.loopnest import iter_passes
 from kaleido.hdl.accumulation_buffer import RING_DEPTH, AccumulationBuffer
 from kaleido.tb.engine_io import decode_scores
