@@ -162,14 +162,14 @@ def test_engine_model_methods(seed):
 
 
 def test_engine_model_one_hold():
-    """A report head (wan split, slow motion, 256 tokens) on 4 banks fills
+    """A report head on the paper's design (wan split, slow motion, 256 tokens) on 4 banks fills
     one FIFO exactly one entry past its depth, once: Lindley's check must
     see that single overflow (an off-by-one there would report no hold),
     and the event simulation holds the array exactly one cycle."""
     from kaleido.golden.workloads import synthetic_video
 
     w = synthetic_video("wan", (4, 8, 8), "slow", 0)
-    cfg = KaleidoConfig(split=w.split, s_banks=4)
+    cfg = KaleidoConfig.paper(split=w.split, s_banks=4)
     auto = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
     events = engine_cycles(w.q, w.k, w.grid, w.split, cfg, method="events")
     assert auto == events and auto.held == 1, (auto, events)
