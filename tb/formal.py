@@ -352,11 +352,12 @@ class _Tile:
         self.valid, self.payload = tile.valid, Cat(tile.phase, tile.value)
 
 
-def detector_reference(pair: Any, batch: int, F: int, P: int) -> tuple[Signal, list[Any]]:
+def detector_reference(pair: Any, batch: int) -> tuple[Signal, list[Any]]:
     """What the detector must send for ``pair`` (``detector_in_layout``),
     from spec sec. 3 as a reference expression: per lane below ``count``,
-    FULL when the top ``F`` bits of anchor and follower agree, else PARTIAL
-    when the top ``P`` do, else NONE (ABSENT for an absent follower); the
+    FULL when the top ``pair.full`` bits of anchor and follower agree, else
+    PARTIAL when the top ``pair.partial`` do (a threshold of 0 always
+    agrees, 9 or more never does), else NONE (ABSENT for an absent follower); the
     row operand is the anchor on FULL, else the follower; the column
     operand is the anchor on FULL, the follower's low nibble under the
     anchor's high one on PARTIAL, else the follower; a lane's string bit is
@@ -369,7 +370,8 @@ def detector_reference(pair: Any, batch: int, F: int, P: int) -> tuple[Signal, l
     stmts = []
     for c in range(batch):
         a, f = pair.anchor[c].as_unsigned(), pair.follower[c].as_unsigned()
-        same_top = [a[8 - n :] == f[8 - n :] for n in (F, P)]
+        agree = Array([Const(1)] + [a[8 - n :] == f[8 - n :] for n in range(1, 9)] + [Const(0)] * 7)
+        same_top = [agree[pair.full], agree[pair.partial]]
         lane, absent = c < pair.count, pair.absent
         cls = Mux(absent, Tag.ABSENT, Mux(same_top[0], Tag.FULL, Mux(same_top[1], Tag.PARTIAL, Tag.NONE)))
         col = Mux(same_top[0], a, Mux(same_top[1], Cat(f[:4], a[4:]), f))
@@ -431,7 +433,7 @@ class DetectorFlow(Harness):
             cfg = self._cfg
             pair = Signal.like(dut.i.payload, name="tracked")
             tracking, ahead = Signal(name="tracking"), Signal(2, name="ahead")
-            expected, stmts = detector_reference(pair, cfg.batch, cfg.F, cfg.P)
+            expected, stmts = detector_reference(pair, cfg.batch)
             m.d.comb += stmts
             pending = Signal(2, name="pending")  # outputs taken or not, in order: the register's
             m.d.sync += pending.eq(pending + i_fire - o_fire)
@@ -1326,7 +1328,11 @@ def run_sby(proof: Proof, workdir: str | os.PathLike) -> tuple[bool, str]:
         f"[options]\nmode {proof.mode}\ndepth {proof.depth}\n"
         + (f"timeout {proof.timeout}\n" if proof.timeout else "")
         + "\n[engines]\nsmtbmc z3\n\n"
-        "[script]\nread_rtlil top.il\nprep -top top\n\n[files]\ntop.il\n"
+        # ``memory_map -rom-only``: a constant table (an ``Array`` of
+        # ``Const``) becomes a ROM under ``proc``, and the solver's ROM is
+        # state with its contents free in the induction step; mapped to
+        # logic, it stays the table.
+        "[script]\nread_rtlil top.il\nprep -top top\nmemory_map -rom-only\n\n[files]\ntop.il\n"
     )
     bin_dir = pathlib.Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
