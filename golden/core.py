@@ -36,6 +36,8 @@ __all__ = [
     "TileSoftmaxResult",
     "tile_softmax",
     "pv_tile_accumulate",
+    "pad_box",
+    "box_mask",
 ]
 
 
@@ -83,6 +85,27 @@ def tile_operands(Z: np.ndarray, box: Box, split, F: int, P: int, side: str) -> 
     if side == "v":
         return v_effective(sub, box.shape, split, F)
     return effective(sub, box.shape, split, F, P, side=side)
+
+
+def pad_box(Z: np.ndarray, box: Box, tile) -> np.ndarray:
+    """The rows of ``box`` (a box of :func:`tile_boxes`) laid out in the
+    full ``tile`` shape, ``(t, y, x)`` order, zeros where the grid's edge
+    clipped the box: the operand the RTL tile engine runs."""
+    bt, by, bx = (int(e) for e in tile)
+    t, y, x = box.shape
+    if t > bt or y > by or x > bx:
+        raise ValueError(f"box {box.shape} does not fit the tile {tuple(tile)}")
+    out = np.zeros((bt, by, bx, Z.shape[1]), dtype=Z.dtype)
+    out[:t, :y, :x] = Z[box.tokens].reshape(t, y, x, Z.shape[1])
+    return out.reshape(bt * by * bx, Z.shape[1])
+
+
+def box_mask(box: Box, tile) -> np.ndarray:
+    """Which tokens of the padded tile (:func:`pad_box`) are the box's."""
+    bt, by, bx = (int(e) for e in tile)
+    mask = np.zeros((bt, by, bx), dtype=bool)
+    mask[: box.shape[0], : box.shape[1], : box.shape[2]] = True
+    return mask.ravel()
 
 
 def _exp(d: np.ndarray, c: int, fmt: SoftmaxFormat) -> np.ndarray:

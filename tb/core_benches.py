@@ -12,9 +12,13 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from kaleido.config import CoreConfig, KaleidoConfig
+from kaleido.hdl.engine import KaleidoEngine, s_layout
 from kaleido.hdl.mem_port import MemoryModel, TileLoader, load_command_layout
+from kaleido.hdl.qk_memory import qk_layout
+from kaleido.hdl.tile_feeder import TileFeeder, feed_command_layout
 
-__all__ = ["LoaderBench", "emit_loader_bench", "LOADER_BENCH"]
+__all__ = ["LoaderBench", "emit_loader_bench", "LOADER_BENCH", "TileQKBench"]
 
 #: module name of the emitted loader bench
 LOADER_BENCH = "loader_bench"
@@ -65,3 +69,35 @@ def emit_loader_bench(bench: LoaderBench, build_dir) -> str:
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return str(path)
+
+
+class TileQKBench(wiring.Component):
+    """The memory model (preloaded with ``image``) -> the tile feeder ->
+    (with ``engine``) a :class:`KaleidoEngine` built for the tile shape.
+    Ports: the feeder's ``cmd``; ``qk`` (the feeder's words, without an
+    engine) or ``s`` (the engine's scores)."""
+
+    def __init__(self, image, config: KaleidoConfig, core: CoreConfig, *, engine: bool = True):
+        self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
+        self.feeder = TileFeeder(config, core)
+        self.engine = KaleidoEngine(config, core.tile) if engine else None
+        ports = {"cmd": In(stream.Signature(feed_command_layout(core.tile, core.max_tokens)))}
+        if self.engine is not None:
+            ports["s"] = Out(stream.Signature(s_layout(self.engine.s_width)))
+        else:
+            ports["qk"] = Out(stream.Signature(qk_layout(config.batch)))
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.model, m.submodules.feeder = self.model, self.feeder
+        wiring.connect(m, wiring.flipped(self.cmd), self.feeder.cmd)
+        wiring.connect(m, self.feeder.rq, self.model.q)
+        wiring.connect(m, self.model.r, self.feeder.rs)
+        if self.engine is None:
+            wiring.connect(m, self.feeder.qk, wiring.flipped(self.qk))
+        else:
+            m.submodules.engine = self.engine
+            wiring.connect(m, self.feeder.qk, self.engine.qk)
+            wiring.connect(m, self.engine.s, wiring.flipped(self.s))
+        return m

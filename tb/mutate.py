@@ -385,6 +385,20 @@ MUTANTS = [
         "pass_last = ~(~exh_next & (uc_next < chunk))",
         "P V tile stage",
     ),
+    Mutant(
+        "tile_feeder_no_padding",
+        "hdl/tile_feeder.py",
+        "self.qk.payload.eq(Mux(real, Array(lanes)[b], 0))",
+        "self.qk.payload.eq(Array(lanes)[b])",
+        "tile feeder",
+    ),
+    Mutant(
+        "tile_feeder_row_stride",
+        "hdl/tile_feeder.py",
+        "m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row)]",
+        "m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row + 1)]",
+        "tile feeder",
+    ),
 ]
 
 

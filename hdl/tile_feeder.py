@@ -1,0 +1,212 @@
+"""The Q K^T tile engine's front end (issue 13, docs/CORE.md "The tile
+feeder"): a query box and a key box of the head loaded from external
+memory through the read port into the ``q_tile`` and ``k_tile`` buffers,
+then streamed into :class:`~kaleido.hdl.engine.KaleidoEngine` built for
+the tile shape, batch by batch.
+
+A box clipped at the grid's edge is padded to the tile shape with zero
+tokens: the engine always runs the full tile, the padded tokens' scores
+are discarded downstream. Padding never changes a real score: the pairs
+of an aligned box of even extents are the head's pairs (tile-local reuse,
+docs/CORE.md "Tiles"), an anchor's operand is exact whatever its follower,
+and a real follower's anchor is always real.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..config import CoreConfig, KaleidoConfig
+from ._common import as_config
+from .mem_port import ADDR_WIDTH, TileLoader, read_request_layout, read_response_layout
+from .qk_memory import qk_layout
+
+__all__ = ["TileFeeder", "box_layout", "feed_command_layout"]
+
+
+def box_layout(tile, max_tokens: int) -> data.StructLayout:
+    """One box of the head: ``origin`` (its first token's flat index) and
+    its real extents ``t``, ``y``, ``x`` (at most the tile's)."""
+    bt, by, bx = tile
+    return data.StructLayout(
+        {"origin": range(max_tokens), "t": range(1, bt + 1), "y": range(1, by + 1), "x": range(1, bx + 1)}
+    )
+
+
+def feed_command_layout(tile, max_tokens: int) -> data.StructLayout:
+    """One tile pair: the query box ``q`` and key box ``k``
+    (:func:`box_layout`), the beat addresses of Q's and K's token 0
+    (``q_base``, ``k_base``) and the grid's strides in tokens: ``plane``
+    (``H W``) and ``row`` (``W``)."""
+    box = box_layout(tile, max_tokens)
+    return data.StructLayout(
+        {
+            "q": box,
+            "k": box,
+            "q_base": ADDR_WIDTH,
+            "k_base": ADDR_WIDTH,
+            "plane": range(max_tokens + 1),
+            "row": range(max_tokens + 1),
+        }
+    )
+
+
+class TileFeeder(wiring.Component):
+    """Loads a query box and a key box, then streams them as the engine's
+    ``qk`` words: the Q tile then the K tile, each token by token in tile
+    order (``(t by + y) bx + x``) and within a token batch by batch
+    (``config.batches``), ``2 T n_batches`` words
+    for a tile of ``T`` tokens. Tokens outside a clipped box are zeros.
+
+    Ports: ``cmd`` (in, :func:`feed_command_layout`), the read port ``rq``
+    (out, requests) and ``rs`` (in, responses, every one taken the cycle it
+    arrives), ``qk`` (out, :func:`~kaleido.hdl.qk_memory.qk_layout`).
+
+    Sequence (exact with a memory of latency ``L`` that never stalls and an
+    always-ready ``qk``; :func:`kaleido.model.tile_feed_cycles`): the
+    command is taken in cycle 0; each run of a box (a ``(t, y)`` line of
+    ``x`` tokens, contiguous in memory) is one :class:`TileLoader` load of
+    ``n = x d / port_bytes`` beats taking ``n + L + 1`` cycles, Q's runs
+    then K's from cycle 1; one cycle to read the first buffer word; then
+    one word a cycle. ``cmd.ready`` is high again after the last word.
+    """
+
+    def __init__(self, config: KaleidoConfig | None = None, core: CoreConfig | None = None):
+        config = as_config(config)
+        core = core or CoreConfig()
+        if config.d % core.port_bytes:
+            raise ValueError(f"d = {config.d} must be a multiple of port_bytes = {core.port_bytes}")
+        self._config, self._core = config, core
+        self.tile = core.tile
+        self.tile_tokens = core.tile_tokens
+        self.beats_per_row = config.d // core.port_bytes
+        self.loader = TileLoader(self.tile_tokens, self.beats_per_row, core.port_bytes)
+        super().__init__(
+            {
+                "cmd": In(stream.Signature(feed_command_layout(self.tile, core.max_tokens))),
+                "rq": Out(stream.Signature(read_request_layout())),
+                "rs": In(stream.Signature(read_response_layout(core.port_bytes))),
+                "qk": Out(stream.Signature(qk_layout(config.batch))),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, core = self._config, self._core
+        bt, by, bx = self.tile
+        T, bpr, nb = self.tile_tokens, self.beats_per_row, len(cfg.batches)
+        width = 8 * cfg.d
+        m.submodules.loader = loader = self.loader
+        wiring.connect(m, loader.q, wiring.flipped(self.rq))
+        wiring.connect(m, wiring.flipped(self.rs), loader.r)
+
+        # the q_tile and k_tile buffers: one token row a word, written one
+        # beat (a granule) at a time, read one word a cycle
+        bufs, rds = [], []
+        for name in ("q_tile", "k_tile"):
+            mem = Memory(shape=unsigned(width), depth=T, init=[])
+            m.submodules[name] = mem
+            bufs.append(mem.write_port(granularity=8 * core.port_bytes))
+            rds.append(mem.read_port())
+        side = Signal()  # 0: Q, 1: K (loading or streaming)
+        for s, wp in enumerate(bufs):
+            m.d.comb += [
+                wp.addr.eq(loader.w.addr),
+                wp.data.eq(loader.w.data.replicate(bpr)),
+                wp.en.eq(_lane_enable(loader.w.en & (side == s), bpr, loader.w.lane)),
+            ]
+
+        cmd = Signal(feed_command_layout(self.tile, core.max_tokens))
+        box = Signal(box_layout(self.tile, core.max_tokens))  # the side's box
+        m.d.comb += box.eq(Mux(side, cmd.k, cmd.q))
+        base = Mux(side, cmd.k_base, cmd.q_base)
+        ti, yi = Signal(range(bt)), Signal(range(by))  # the run being loaded
+        run_token = Signal(range(core.max_tokens))  # its first token
+        plane_token = Signal(range(core.max_tokens))  # first token of its t plane
+        last_run = (ti == box.t - 1) & (yi == box.y - 1)
+
+        # streaming: token (ti, yi, xi) of the tile, batch b
+        st, sy, sx = Signal(range(bt)), Signal(range(by)), Signal(range(bx))
+        b = Signal(range(nb))
+        token = Signal(range(T))
+        word = Mux(side, rds[1].data, rds[0].data)
+        lanes = []
+        for c0, n in cfg.batches:
+            lanes.append(Cat(word[8 * c0 : 8 * (c0 + n)], Const(0, 8 * (cfg.batch - n))))
+        real = (st < box.t) & (sy < box.y) & (sx < box.x)
+        m.d.comb += self.qk.payload.eq(Mux(real, Array(lanes)[b], 0))
+        last_batch = b == nb - 1
+        last_token = token == T - 1
+        fire = self.qk.valid & self.qk.ready
+        # the read address is the token after this cycle's step, so the
+        # word of the token being streamed is always on the read port
+        next_token = Signal(range(T))
+        m.d.comb += next_token.eq(Mux(fire & last_batch, Mux(last_token, 0, token + 1), token))
+        for rd in rds:
+            m.d.comb += [rd.addr.eq(next_token), rd.en.eq(1)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(1)
+                with m.If(self.cmd.valid):
+                    p = self.cmd.payload
+                    m.d.sync += [cmd.eq(p), side.eq(0), ti.eq(0), yi.eq(0)]
+                    m.d.sync += [run_token.eq(p.q.origin), plane_token.eq(p.q.origin)]
+                    m.next = "LOAD"
+            with m.State("LOAD"):
+                m.d.comb += [
+                    loader.cmd.valid.eq(1),
+                    loader.cmd.payload.base.eq(base + run_token * bpr),
+                    loader.cmd.payload.count.eq(box.x),
+                    loader.cmd.payload.offset.eq((ti * by + yi) * bx),
+                ]
+                with m.If(loader.cmd.ready):
+                    with m.If(last_run):
+                        m.next = "WAIT"
+                    with m.Elif(yi == box.y - 1):
+                        m.d.sync += [ti.eq(ti + 1), yi.eq(0)]
+                        m.d.sync += [run_token.eq(plane_token + cmd.plane), plane_token.eq(plane_token + cmd.plane)]
+                    with m.Else():
+                        m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row)]
+            with m.State("WAIT"):
+                with m.If(loader.done):
+                    with m.If(side == 0):
+                        m.d.sync += [side.eq(1), ti.eq(0), yi.eq(0)]
+                        m.d.sync += [run_token.eq(cmd.k.origin), plane_token.eq(cmd.k.origin)]
+                        m.next = "LOAD"
+                    with m.Else():
+                        m.d.sync += [side.eq(0), token.eq(0), b.eq(0), st.eq(0), sy.eq(0), sx.eq(0)]
+                        m.next = "READ"
+            with m.State("READ"):  # the first word is read (address 0)
+                m.next = "STREAM"
+            with m.State("STREAM"):
+                m.d.comb += self.qk.valid.eq(1)
+                with m.If(fire):
+                    with m.If(~last_batch):
+                        m.d.sync += b.eq(b + 1)
+                    with m.Else():
+                        m.d.sync += [b.eq(0), token.eq(next_token)]
+                        with m.If(sx != bx - 1):
+                            m.d.sync += sx.eq(sx + 1)
+                        with m.Else():
+                            m.d.sync += sx.eq(0)
+                            with m.If(sy != by - 1):
+                                m.d.sync += sy.eq(sy + 1)
+                            with m.Else():
+                                m.d.sync += [sy.eq(0), st.eq(Mux(st == bt - 1, 0, st + 1))]
+                        with m.If(last_token):
+                            with m.If(side == 0):
+                                m.d.sync += side.eq(1)
+                            with m.Else():
+                                m.next = "IDLE"
+        return m
+
+
+def _lane_enable(enable, n: int, lane):
+    """``n`` write-enable bits: bit ``lane`` set when ``enable``."""
+    if n == 1:
+        return enable
+    return Mux(enable, Const(1, n) << lane, 0)
