@@ -20,9 +20,10 @@ import math
 
 import numpy as np
 
-from ..checks import check_qkv, check_scales, check_thresholds
+from ..checks import check_group_thresholds, check_qkv, check_scales, check_thresholds
 from ..config import CoreConfig, SoftmaxFormat
 from ..loopnest import Box, tile_boxes
+from .grouped import grouped_effective, grouped_v_effective
 from .pv import v_effective
 from .reuse import effective, exact_matmul
 from .softmax import exp2_table, head_constant
@@ -78,10 +79,20 @@ def memory_image(X: np.ndarray, port_bytes: int) -> list[int]:
     return [int.from_bytes(row.tobytes(), "little") for row in raw]
 
 
-def tile_operands(Z: np.ndarray, box: Box, split, F: int, P: int, side: str) -> np.ndarray:
+def tile_operands(
+    Z: np.ndarray, box: Box, split, F: int, P: int, side: str, *, thresholds=None, v_full=None
+) -> np.ndarray:
     """Effective operands of one tile from the tile's own pairing: ``row``
-    (Q), ``column`` (K) or ``v`` (V: FULL followers only)."""
+    (Q), ``column`` (K) or ``v`` (V: FULL followers only). ``thresholds``:
+    one ``(F, P)`` per channel group (t, x, y) instead of ``F``, ``P``; V's
+    FULL threshold is then ``v_full`` (one or three; default each group's
+    ``F``)."""
     sub = Z[box.tokens]
+    if thresholds is not None:
+        fp = check_group_thresholds(thresholds)
+        if side == "v":
+            return grouped_v_effective(sub, box.shape, split, [f for f, _ in fp] if v_full is None else v_full)
+        return grouped_effective(sub, box.shape, split, fp, side=side)
     if side == "v":
         return v_effective(sub, box.shape, split, F)
     return effective(sub, box.shape, split, F, P, side=side)
@@ -129,13 +140,20 @@ def core_attention(
     scales,
     core: CoreConfig | None = None,
     fmt: SoftmaxFormat | None = None,
+    thresholds=None,
+    v_full=None,
 ) -> tuple[np.ndarray, TileStats]:
     """Integer O (int64 ``(N, d)``, scale ``v_scale / 2^out_frac_bits``) of
-    a head, tile by tile; and the walk's :class:`TileStats`."""
+    a head, tile by tile; and the walk's :class:`TileStats`. ``thresholds``
+    (one ``(F, P)`` per channel group, the default design's
+    ``KaleidoConfig().thresholds``) and ``v_full`` (V's FULL threshold, one
+    or three) replace ``F`` and ``P`` as in :func:`tile_operands`."""
     core = core or CoreConfig()
     fmt = fmt or SoftmaxFormat()
     grid, split = check_qkv(Q, K, V, grid, split)
     F, P = check_thresholds(F, P)
+    if thresholds is not None:
+        thresholds = check_group_thresholds(thresholds)
     qs, ks, _ = check_scales(scales)
     n, d = Q.shape
     if n > core.max_tokens:
@@ -146,12 +164,12 @@ def core_attention(
     out = np.zeros((n, d), dtype=np.int64)
     shift = fmt.recip_bits - fmt.out_frac_bits
     for qb in boxes:
-        q_eff = tile_operands(Q, qb, split, F, P, "row")
+        q_eff = tile_operands(Q, qb, split, F, P, "row", thresholds=thresholds, v_full=v_full)
         stats.bytes_read += q_eff.size
         m = np.full(len(qb.tokens), np.iinfo(np.int64).min, dtype=np.int64)
         spilled: list[np.ndarray] = []  # the external memory's S tiles
         for kb in boxes:  # pass 1: S tiles and the row maxima
-            s = exact_matmul(q_eff, tile_operands(K, kb, split, F, P, "column").T)
+            s = exact_matmul(q_eff, tile_operands(K, kb, split, F, P, "column", thresholds=thresholds, v_full=v_full).T)
             m = np.maximum(m, s.max(axis=1))
             stats.s_tiles += 1
             stats.bytes_read += len(kb.tokens) * d
@@ -166,12 +184,13 @@ def core_attention(
                 s = spilled[i]
                 stats.bytes_read += core.s_bytes * s.size
             else:
-                s = exact_matmul(q_eff, tile_operands(K, kb, split, F, P, "column").T)
+                k_eff = tile_operands(K, kb, split, F, P, "column", thresholds=thresholds, v_full=v_full)
+                s = exact_matmul(q_eff, k_eff.T)
                 stats.s_tiles += 1
                 stats.bytes_read += len(kb.tokens) * d
             p = _exp(m[:, None] - s, c, fmt)
             z += p.sum(axis=1)
-            acc += p @ tile_operands(V, kb, split, F, P, "v").astype(np.int64)
+            acc += p @ tile_operands(V, kb, split, F, P, "v", thresholds=thresholds, v_full=v_full).astype(np.int64)
             stats.bytes_read += len(kb.tokens) * d
             stats.peak_o = max(stats.peak_o, acc.size)
         r = (1 << fmt.recip_bits) // z

@@ -36,6 +36,29 @@ def test_tiled_attention_is_bit_exact(grid, tile, motion, thresholds, s_pass, se
 
 
 @pytest.mark.parametrize(("grid", "tile", "motion"), CASES)
+@pytest.mark.parametrize("v_full", [None, 6])
+def test_tiled_attention_per_group_thresholds(grid, tile, motion, v_full, seed):
+    """The default design's per-group thresholds (and a V threshold of its
+    own): the tiled walk equals the whole head's fixed-point attention on
+    the grouped operands, bit for bit (a walk ignoring ``thresholds`` fails
+    every case)."""
+    from kaleido.config import KaleidoConfig
+    from kaleido.golden.grouped import grouped_scores, grouped_v_effective
+    from kaleido.golden.softmax import fixed_attention, fixed_softmax
+
+    w = synthetic_video("hunyuan", grid, motion, seed % 1000)
+    th = KaleidoConfig().thresholds
+    out, _ = core_attention(
+        w.q, w.k, w.v, w.grid, w.split, scales=w.scales, core=CoreConfig(tile=tile), thresholds=th, v_full=v_full
+    )
+    qs, ks, _ = w.scales
+    sm = fixed_softmax(grouped_scores(w.q, w.k, w.grid, w.split, th), qs * ks / np.sqrt(w.q.shape[1]))
+    vf = [f for f, _ in th] if v_full is None else v_full
+    ref = fixed_attention(sm, grouped_v_effective(w.v, w.grid, w.split, vf))
+    assert (out == ref).all(), f"seed {seed}: {(out != ref).sum()} outputs differ"
+
+
+@pytest.mark.parametrize(("grid", "tile", "motion"), CASES)
 def test_tile_local_reuse_is_the_heads(grid, tile, motion, seed):
     w = synthetic_video("hunyuan", grid, motion, seed % 1000)
     heads = {
