@@ -38,8 +38,9 @@ def box_layout(tile, max_tokens: int) -> data.StructLayout:
 
 def feed_command_layout(tile, max_tokens: int) -> data.StructLayout:
     """One tile pair: the query box ``q`` and key box ``k``
-    (:func:`box_layout`), the beat addresses of Q's and K's token 0
-    (``q_base``, ``k_base``) and the grid's strides in tokens: ``plane``
+    (:func:`box_layout`), the beat addresses of Q's, K's and V's token 0
+    (``q_base``, ``k_base``, ``v_base``), ``with_v`` (also load the key
+    box of V into ``v_tile``) and the grid's strides in tokens: ``plane``
     (``H W``) and ``row`` (``W``)."""
     box = box_layout(tile, max_tokens)
     return data.StructLayout(
@@ -48,6 +49,8 @@ def feed_command_layout(tile, max_tokens: int) -> data.StructLayout:
             "k": box,
             "q_base": ADDR_WIDTH,
             "k_base": ADDR_WIDTH,
+            "v_base": ADDR_WIDTH,
+            "with_v": 1,
             "plane": range(max_tokens + 1),
             "row": range(max_tokens + 1),
         }
@@ -63,15 +66,19 @@ class TileFeeder(wiring.Component):
 
     Ports: ``cmd`` (in, :func:`feed_command_layout`), the read port ``rq``
     (out, requests) and ``rs`` (in, responses, every one taken the cycle it
-    arrives), ``qk`` (out, :func:`~kaleido.hdl.qk_memory.qk_layout`).
+    arrives), ``qk`` (out, :func:`~kaleido.hdl.qk_memory.qk_layout`),
+    ``v_addr``/``v_data`` (a synchronous read of the ``v_tile`` buffer:
+    word ``(t by + y) bx + x`` holds V's token ``(t, y, x)`` of the key box
+    after a command ``with_v``; valid until the next command's V loads).
 
     Sequence (exact with a memory of latency ``L`` that never stalls and an
     always-ready ``qk``; :func:`kaleido.model.tile_feed_cycles`): the
     command is taken in cycle 0; each run of a box (a ``(t, y)`` line of
     ``x`` tokens, contiguous in memory) is one :class:`TileLoader` load of
     ``n = x d / port_bytes`` beats taking ``n + L + 1`` cycles, Q's runs
-    then K's from cycle 1; one cycle to read the first buffer word; then
-    one word a cycle. ``cmd.ready`` is high again after the last word.
+    then K's (then V's) from cycle 1; one cycle to read the first buffer
+    word; then one word a cycle. ``cmd.ready`` is high again after the last
+    word.
     """
 
     def __init__(self, config: KaleidoConfig | None = None, core: CoreConfig | None = None):
@@ -90,6 +97,8 @@ class TileFeeder(wiring.Component):
                 "rq": Out(stream.Signature(read_request_layout())),
                 "rs": In(stream.Signature(read_response_layout(core.port_bytes))),
                 "qk": Out(stream.Signature(qk_layout(config.batch))),
+                "v_addr": In(range(self.tile_tokens)),
+                "v_data": Out(8 * config.d),
             }
         )
 
@@ -106,12 +115,12 @@ class TileFeeder(wiring.Component):
         # the q_tile and k_tile buffers: one token row a word, written one
         # beat (a granule) at a time, read one word a cycle
         bufs, rds = [], []
-        for name in ("q_tile", "k_tile"):
+        for name in ("q_tile", "k_tile", "v_tile"):
             mem = Memory(shape=unsigned(width), depth=T, init=[])
             m.submodules[name] = mem
             bufs.append(mem.write_port(granularity=8 * core.port_bytes))
             rds.append(mem.read_port())
-        side = Signal()  # 0: Q, 1: K (loading or streaming)
+        side = Signal(2)  # 0: Q, 1: K (loading or streaming), 2: V (loading)
         for s, wp in enumerate(bufs):
             m.d.comb += [
                 wp.addr.eq(loader.w.addr),
@@ -121,8 +130,8 @@ class TileFeeder(wiring.Component):
 
         cmd = Signal(feed_command_layout(self.tile, core.max_tokens))
         box = Signal(box_layout(self.tile, core.max_tokens))  # the side's box
-        m.d.comb += box.eq(Mux(side, cmd.k, cmd.q))
-        base = Mux(side, cmd.k_base, cmd.q_base)
+        m.d.comb += box.eq(Mux(side == 0, cmd.q, cmd.k))
+        base = Array([cmd.q_base, cmd.k_base, cmd.v_base])[side]
         ti, yi = Signal(range(bt)), Signal(range(by))  # the run being loaded
         run_token = Signal(range(core.max_tokens))  # its first token
         plane_token = Signal(range(core.max_tokens))  # first token of its t plane
@@ -132,7 +141,7 @@ class TileFeeder(wiring.Component):
         st, sy, sx = Signal(range(bt)), Signal(range(by)), Signal(range(bx))
         b = Signal(range(nb))
         token = Signal(range(T))
-        word = Mux(side, rds[1].data, rds[0].data)
+        word = Mux(side[0], rds[1].data, rds[0].data)
         lanes = []
         for c0, n in cfg.batches:
             lanes.append(Cat(word[8 * c0 : 8 * (c0 + n)], Const(0, 8 * (cfg.batch - n))))
@@ -145,8 +154,9 @@ class TileFeeder(wiring.Component):
         # word of the token being streamed is always on the read port
         next_token = Signal(range(T))
         m.d.comb += next_token.eq(Mux(fire & last_batch, Mux(last_token, 0, token + 1), token))
-        for rd in rds:
+        for rd in rds[:2]:
             m.d.comb += [rd.addr.eq(next_token), rd.en.eq(1)]
+        m.d.comb += [rds[2].addr.eq(self.v_addr), rds[2].en.eq(1), self.v_data.eq(rds[2].data)]
 
         with m.FSM():
             with m.State("IDLE"):
@@ -173,8 +183,8 @@ class TileFeeder(wiring.Component):
                         m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row)]
             with m.State("WAIT"):
                 with m.If(loader.done):
-                    with m.If(side == 0):
-                        m.d.sync += [side.eq(1), ti.eq(0), yi.eq(0)]
+                    with m.If((side == 0) | ((side == 1) & cmd.with_v)):
+                        m.d.sync += [side.eq(side + 1), ti.eq(0), yi.eq(0)]
                         m.d.sync += [run_token.eq(cmd.k.origin), plane_token.eq(cmd.k.origin)]
                         m.next = "LOAD"
                     with m.Else():

@@ -982,21 +982,22 @@ def load_cycles(beats: int, mem_latency: int) -> int:
     return int(beats) + int(mem_latency)
 
 
-def tile_feed_cycles(q_shape, k_shape, config: KaleidoConfig, core) -> int:
+def tile_feed_cycles(q_shape, k_shape, config: KaleidoConfig, core, *, with_v: bool = False) -> int:
     """The cycle, counted from the command's acceptance (cycle 0), in which
     the attention core's ``TileFeeder`` sends its last ``qk`` word for a
     query box of extents ``q_shape`` and a key box of ``k_shape`` (each at
     most ``core.tile``), with a memory of latency ``core.mem_latency`` that
     never stalls and an always-ready engine: every run (a ``(t, y)`` line
     of ``x`` tokens) is one load of ``x d / port_bytes`` beats taking
-    :func:`load_cycles` plus one cycle, Q's runs then K's from cycle 1; the
+    :func:`load_cycles` plus one cycle, Q's runs then K's (then, ``with_v``,
+    V's over the key box) from cycle 1; the
     last load's ``done`` is followed by one cycle to read the first buffer
     word, then ``2 T n_batches`` words, one a cycle, for a tile of ``T``
     tokens (partial boxes are padded to the tile)."""
     bt, by, bx = core.tile
     bpr = config.d // core.port_bytes
     done = 0
-    for shape in (q_shape, k_shape):
+    for shape in (q_shape, k_shape, k_shape) if with_v else (q_shape, k_shape):
         t, y, x = (int(e) for e in shape)
         if not (1 <= t <= bt and 1 <= y <= by and 1 <= x <= bx):
             raise ValueError(f"a box's extents must be within the tile {core.tile}, not {tuple(shape)!r}")

@@ -27,6 +27,7 @@ from kaleido.model import engine_cycles, tile_feed_cycles
 from kaleido.tb.core_benches import TileQKBench
 from kaleido.tb.engine_io import decode_scores, engine_words
 from kaleido.tb.passes import make_workload
+from kaleido.tb.test_mem_port import unpack_rows
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
@@ -36,9 +37,9 @@ def head(grid, config: KaleidoConfig, seed: int):
     return w.q, w.k
 
 
-def command(qb, kb, grid, n_tokens: int, bpr: int) -> dict:
-    """The feeder's command for boxes ``qb``, ``kb`` with Q at beat 0 and K
-    right after it."""
+def command(qb, kb, grid, n_tokens: int, bpr: int, with_v: bool = False) -> dict:
+    """The feeder's command for boxes ``qb``, ``kb`` with Q at beat 0, K
+    right after it and V after K."""
     T, H, W = grid
 
     def box(b):
@@ -46,15 +47,25 @@ def command(qb, kb, grid, n_tokens: int, bpr: int) -> dict:
         t, y, x = b.shape
         return {"origin": (t0 * H + y0) * W + x0, "t": t, "y": y, "x": x}
 
-    return {"q": box(qb), "k": box(kb), "q_base": 0, "k_base": n_tokens * bpr, "plane": H * W, "row": W}
+    return {
+        "q": box(qb),
+        "k": box(kb),
+        "q_base": 0,
+        "k_base": n_tokens * bpr,
+        "v_base": 2 * n_tokens * bpr,
+        "with_v": int(with_v),
+        "plane": H * W,
+        "row": W,
+    }
 
 
-def run_feeder(Q, K, grid, config, core, pairs, *, engine: bool, limit: int = 400_000):
+def run_feeder(Q, K, grid, config, core, pairs, *, engine: bool, V=None, limit: int = 400_000):
     """Each (query box, key box) of ``pairs`` through the bench; returns per
-    pair the words (or the engine's scores and ``cycles``) and the cycle of
-    the last ``qk`` word counted from the command's acceptance."""
+    pair the words (or the engine's scores and ``cycles``), the cycle of
+    the last ``qk`` word counted from the command's acceptance, and (with
+    ``V``, loaded too) the ``v_tile`` buffer's words."""
     bpr = config.d // core.port_bytes
-    image = memory_image(np.concatenate([Q, K]), core.port_bytes)
+    image = memory_image(np.concatenate([Q, K] + ([] if V is None else [V])), core.port_bytes)
     dut = TileQKBench(image, config, core, engine=engine)
     out: list = []
 
@@ -62,7 +73,7 @@ def run_feeder(Q, K, grid, config, core, pairs, *, engine: bool, limit: int = 40
         feeder = dut.feeder
         ctx.set(dut.s.ready if engine else dut.qk.ready, 1)
         for qb, kb in pairs:
-            ctx.set(dut.cmd.payload, command(qb, kb, grid, len(Q), bpr))
+            ctx.set(dut.cmd.payload, command(qb, kb, grid, len(Q), bpr, V is not None))
             ctx.set(dut.cmd.valid, 1)
             while not ctx.get(dut.cmd.ready):
                 await ctx.tick()
@@ -86,7 +97,13 @@ def run_feeder(Q, K, grid, config, core, pairs, *, engine: bool, limit: int = 40
                 if not engine and last_word is not None:
                     break
             cycles = ctx.get(dut.engine.cycles) if engine else None
-            out.append((words, last_word, scores, cycles))
+            v_words = []
+            if V is not None:
+                for a in range(core.tile_tokens):
+                    ctx.set(feeder.v_addr, a)
+                    await ctx.tick()
+                    v_words.append(ctx.get(feeder.v_data))
+            out.append((words, last_word, scores, cycles, v_words))
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -116,7 +133,7 @@ def test_feeder_words_and_cycles(grid, tile, split, batch, port, latency):
     rng = np.random.default_rng(SEED)
     pairs = [(boxes[rng.integers(len(boxes))], boxes[rng.integers(len(boxes))]) for _ in range(min(6, len(boxes) ** 2))]
     runs = run_feeder(Q, K, grid, config, core, pairs, engine=False)
-    for (qb, kb), (words, last, _, _) in zip(pairs, runs, strict=True):
+    for (qb, kb), (words, last, _, _, _) in zip(pairs, runs, strict=True):
         want = engine_words(pad_box(Q, qb, tile), pad_box(K, kb, tile), config)
         wrong = sum(a != b for a, b in zip(words, want, strict=False))
         assert words == want, f"seed {SEED}: boxes {qb}, {kb}: {wrong} words differ of {len(want)}"
@@ -137,7 +154,7 @@ def test_tile_engine_scores(grid, tile, split, batch):
     pairs = [(boxes[0], boxes[-1]), (boxes[-1], boxes[len(boxes) // 2])]
     S_head = grouped_scores(Q, K, grid, split, config.thresholds)
     runs = run_feeder(Q, K, grid, config, core, pairs, engine=True)
-    for (qb, kb), (_, _, scores, cycles) in zip(pairs, runs, strict=True):
+    for (qb, kb), (_, _, scores, cycles, _) in zip(pairs, runs, strict=True):
         Qp, Kp = pad_box(Q, qb, tile), pad_box(K, kb, tile)
         S = decode_scores(scores, core.tile_tokens, config.buffer_width())
         ref = grouped_scores(Qp, Kp, tile, split, config.thresholds)
@@ -145,6 +162,25 @@ def test_tile_engine_scores(grid, tile, split, batch):
         real = S[np.ix_(box_mask(qb, tile), box_mask(kb, tile))]
         assert np.array_equal(real, S_head[np.ix_(qb.tokens, kb.tokens)]), f"seed {SEED}: not the head's scores"
         assert cycles == engine_cycles(Qp, Kp, tile, split, config).compute, f"seed {SEED}: boxes {qb}, {kb}"
+
+
+@pytest.mark.parametrize("grid, tile, split, batch, port, latency", FEED_CASES[1:3])
+def test_feeder_loads_v(grid, tile, split, batch, port, latency):
+    """``with_v``: the key box of V lands in ``v_tile`` in the tile's
+    layout, the words and the cycles (V's runs added) as the model says."""
+    config = KaleidoConfig(split=split, batch=batch)
+    core = CoreConfig(tile=tile, port_bytes=port, mem_latency=latency)
+    Q, K = head(grid, config, SEED)
+    V = np.random.default_rng(SEED).integers(-128, 128, size=Q.shape, dtype=np.int8)
+    boxes = tile_boxes(grid, tile)
+    pairs = [(boxes[0], boxes[-1]), (boxes[-1], boxes[0])]
+    for (qb, kb), (words, last, _, _, v_words) in zip(
+        pairs, run_feeder(Q, K, grid, config, core, pairs, engine=False, V=V), strict=True
+    ):
+        assert words == engine_words(pad_box(Q, qb, tile), pad_box(K, kb, tile), config), f"seed {SEED}"
+        assert last == tile_feed_cycles(qb.shape, kb.shape, config, core, with_v=True), f"seed {SEED}"
+        got = unpack_rows(v_words, config.d)[box_mask(kb, tile)]
+        assert np.array_equal(got, V[kb.tokens]), f"seed {SEED}: boxes {qb}, {kb}: V tile differs"
 
 
 def test_feeder_rejects_a_port_wider_than_a_row():
