@@ -12,13 +12,14 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from kaleido.config import CoreConfig, KaleidoConfig
+from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from kaleido.hdl.core import KaleidoAttentionCore, head_layout
 from kaleido.hdl.engine import KaleidoEngine, s_layout
 from kaleido.hdl.mem_port import MemoryModel, TileLoader, load_command_layout
 from kaleido.hdl.qk_memory import qk_layout
 from kaleido.hdl.tile_feeder import TileFeeder, feed_command_layout
 
-__all__ = ["LoaderBench", "emit_loader_bench", "LOADER_BENCH", "TileQKBench"]
+__all__ = ["LoaderBench", "emit_loader_bench", "LOADER_BENCH", "TileQKBench", "CoreBench"]
 
 #: module name of the emitted loader bench
 LOADER_BENCH = "loader_bench"
@@ -100,4 +101,39 @@ class TileQKBench(wiring.Component):
             m.submodules.engine = self.engine
             wiring.connect(m, self.feeder.qk, self.engine.qk)
             wiring.connect(m, self.engine.s, wiring.flipped(self.s))
+        return m
+
+
+class CoreBench(wiring.Component):
+    """The memory model (preloaded with ``image``: Q, K and V) -> the
+    attention core -> an O memory of ``o_blocks`` blocks (one write a
+    cycle, always ready). Ports: the core's ``cmd``, ``busy`` and
+    ``cycles``."""
+
+    def __init__(self, image, o_blocks: int, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
+        fmt = fmt or SoftmaxFormat()
+        self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
+        self.core = KaleidoAttentionCore(config, core, fmt)
+        width = config.array_cols * (8 + fmt.out_frac_bits)
+        self.o_mem = Memory(shape=unsigned(width), depth=o_blocks, init=[])
+        super().__init__(
+            {"cmd": In(stream.Signature(head_layout(core, fmt))), "busy": Out(1), "cycles": Out(32)}
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.model, m.submodules.core, m.submodules.o_mem = self.model, self.core, self.o_mem
+        core = self.core
+        wiring.connect(m, wiring.flipped(self.cmd), core.cmd)
+        wiring.connect(m, core.rq, self.model.q)
+        wiring.connect(m, self.model.r, core.rs)
+        wp = self.o_mem.write_port()
+        m.d.comb += [
+            core.wq.ready.eq(1),
+            wp.addr.eq(core.wq.payload.addr),
+            wp.data.eq(core.wq.payload.data),
+            wp.en.eq(core.wq.valid),
+            self.busy.eq(core.busy),
+            self.cycles.eq(core.cycles),
+        ]
         return m

@@ -1,0 +1,431 @@
+"""The attention core (issue 13, docs/CORE.md "The core"): one head's
+``O = softmax(Q K^T) V`` with reuse, tile by tile, from external memory
+to external memory, every on-chip buffer bounded by the configuration.
+
+    read port -> TileFeeder (q_tile, k_tile, v_tile)
+                   qk -> KaleidoEngine (the tile shape) -> s -> router
+                   router (drops padding; rows, passes, key tiles) -> TileSoftmax
+                   TileSoftmax p -> PvTile (V rows from v_tile first) -> o
+                   TileSoftmax r -> r rows;  token rows (from the router)
+    PvTile o + r + token -> OutputScaler -> write port (one channel block a beat)
+
+The walk (``golden.core.core_attention`` with ``s_pass = "recompute"``):
+for each query box, pass 1 runs every key box's S tile into the softmax's
+row maxima; pass 2 runs them again, with the key box's V, for P and P V;
+the final key box's reciprocals scale O.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from ._common import as_config
+from .engine import KaleidoEngine
+from .mem_port import ADDR_WIDTH, read_request_layout, read_response_layout
+from .pv_tile import PvTile, channel_blocks
+from .softmax import OutputScaler, TileSoftmax, default_acc_width
+from .tile_feeder import TileFeeder
+
+__all__ = ["KaleidoAttentionCore", "head_layout", "write_request_layout", "check_core"]
+
+
+def check_core(config: KaleidoConfig, core: CoreConfig) -> None:
+    """The core writes O one channel block (``array_cols`` channels) a
+    beat, aligned: every channel group must be a multiple of ``array_cols``."""
+    C = config.array_cols
+    if any(part % C for part in config.split):
+        raise ValueError(f"every channel group of split {config.split} must be a multiple of array_cols = {C}")
+    if config.d % core.port_bytes:
+        raise ValueError(f"d = {config.d} must be a multiple of port_bytes = {core.port_bytes}")
+
+
+def head_layout(core: CoreConfig, fmt: SoftmaxFormat) -> data.StructLayout:
+    """One head: its grid ``t``, ``h``, ``w``; the beat addresses of Q's,
+    K's and V's token 0 (read port) and O's block 0 (write port); the
+    softmax constant ``constant``
+    (:func:`~kaleido.golden.softmax.head_constant`)."""
+    n = range(core.max_tokens + 1)
+    return data.StructLayout(
+        {
+            "t": n,
+            "h": n,
+            "w": n,
+            "q_base": ADDR_WIDTH,
+            "k_base": ADDR_WIDTH,
+            "v_base": ADDR_WIDTH,
+            "o_base": ADDR_WIDTH,
+            "constant": unsigned(fmt.constant_bits),
+        }
+    )
+
+
+def write_request_layout(config: KaleidoConfig, fmt: SoftmaxFormat) -> data.StructLayout:
+    """One write of O: block address ``addr`` (O's token ``n``, channels
+    ``c .. c + array_cols - 1`` at block ``o_base + (n d + c) /
+    array_cols``) and ``data``: ``array_cols`` values of ``8 +
+    out_frac_bits`` bits, channel ``c`` in the low bits."""
+    return data.StructLayout({"addr": ADDR_WIDTH, "data": config.array_cols * (8 + fmt.out_frac_bits)})
+
+
+class _BoxWalk:
+    """Registers walking the boxes of a grid in ``t``, ``y``, ``x`` order:
+    the box's corner, its first token's flat index and its extents
+    (clipped at the edge), ``first`` and ``final``."""
+
+    def __init__(self, m: Module, name: str, tile, max_tokens: int, grid, plane):
+        self.tile = tile
+        n = range(max_tokens + 1)
+        self.t0, self.y0, self.x0 = (Signal(n, name=f"{name}_{a}0") for a in "tyx")
+        self.origin = Signal(range(max_tokens), name=f"{name}_origin")
+        self.line = Signal(range(max_tokens), name=f"{name}_line")  # token of (t0, y0, 0)
+        self.plane0 = Signal(range(max_tokens), name=f"{name}_plane")  # token of (t0, 0, 0)
+        T, H, W = grid
+        bt, by, bx = tile
+        self.ext = []
+        for lo, size, full in ((self.t0, T, bt), (self.y0, H, by), (self.x0, W, bx)):
+            left = Signal(n, name=f"{name}_left{len(self.ext)}")
+            m.d.comb += left.eq(size - lo)
+            self.ext.append(Mux(left >= full, full, left))
+        self.first = (self.t0 == 0) & (self.y0 == 0) & (self.x0 == 0)
+        self.final = (self.t0 + bt >= T) & (self.y0 + by >= H) & (self.x0 + bx >= W)
+        self._grid, self._plane = grid, plane
+
+    def restart(self) -> list:
+        return [s.eq(0) for s in (self.t0, self.y0, self.x0, self.origin, self.line, self.plane0)]
+
+    def advance(self, m: Module) -> None:
+        """Step to the next box (``m.d.sync``; call under a condition)."""
+        T, H, W = self._grid
+        bt, by, bx = self.tile
+        with m.If(self.x0 + bx < W):
+            m.d.sync += [self.x0.eq(self.x0 + bx), self.origin.eq(self.origin + bx)]
+        with m.Elif(self.y0 + by < H):
+            nxt = self.line + W * by
+            m.d.sync += [self.x0.eq(0), self.y0.eq(self.y0 + by), self.line.eq(nxt), self.origin.eq(nxt)]
+        with m.Else():
+            nxt = self.plane0 + self._plane * bt
+            m.d.sync += [self.x0.eq(0), self.y0.eq(0), self.t0.eq(self.t0 + bt)]
+            m.d.sync += [self.plane0.eq(nxt), self.line.eq(nxt), self.origin.eq(nxt)]
+
+    def box(self) -> dict:
+        return {"origin": self.origin, "t": self.ext[0], "y": self.ext[1], "x": self.ext[2]}
+
+
+class KaleidoAttentionCore(wiring.Component):
+    """One head's attention from external memory to external memory.
+
+    Parameters: ``config`` (the array and the reuse design; every channel
+    group a multiple of ``array_cols``, :func:`check_core`), ``core``
+    (:class:`~kaleido.config.CoreConfig`: the tile, the read port's width
+    and latency, the largest head), ``fmt`` (the softmax's formats).
+
+    Ports: ``cmd`` (in stream, :func:`head_layout`): one head; the read
+    port ``rq`` (out) / ``rs`` (in) of :mod:`kaleido.hdl.mem_port`; the
+    write port ``wq`` (out stream, :func:`write_request_layout`); ``busy``;
+    ``cycles``: the last head's cycles, from its command to its last
+    write, both counted.
+    """
+
+    def __init__(
+        self, config: KaleidoConfig | None = None, core: CoreConfig | None = None, fmt: SoftmaxFormat | None = None
+    ):
+        config = as_config(config)
+        core = core or CoreConfig()
+        fmt = fmt or SoftmaxFormat()
+        check_core(config, core)
+        self._config, self._core, self._fmt = config, core, fmt
+        T = core.tile_tokens
+        self.feeder = TileFeeder(config, core)
+        self.engine = KaleidoEngine(config, core.tile)
+        self.softmax = TileSoftmax(config, fmt, lanes=1, rows=T, max_tokens=core.max_tokens)
+        self.pv = PvTile(config, core.tile, rows=T)
+        self.scaler = OutputScaler(config, fmt, lanes=config.array_cols, acc_width=default_acc_width(fmt))
+        self.blocks = len(channel_blocks(config))
+        super().__init__(
+            {
+                "cmd": In(stream.Signature(head_layout(core, fmt))),
+                "rq": Out(stream.Signature(read_request_layout())),
+                "rs": In(stream.Signature(read_response_layout(core.port_bytes))),
+                "wq": Out(stream.Signature(write_request_layout(config, fmt))),
+                "busy": Out(1),
+                "cycles": Out(32),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, core = self._config, self._core
+        T, C, nb = core.tile_tokens, cfg.array_cols, self.blocks
+        bt, by, bx = core.tile
+        m.submodules.feeder = feeder = self.feeder
+        m.submodules.engine = engine = self.engine
+        m.submodules.softmax = softmax = self.softmax
+        m.submodules.pv = pv = self.pv
+        m.submodules.scaler = scaler = self.scaler
+        wiring.connect(m, feeder.rq, wiring.flipped(self.rq))
+        wiring.connect(m, wiring.flipped(self.rs), feeder.rs)
+        wiring.connect(m, feeder.qk, engine.qk)
+
+        head = Signal(head_layout(core, self._fmt))
+        plane = Signal(range(core.max_tokens + 1))
+        grid = (head.t, head.h, head.w)
+        m.d.comb += softmax.constant.eq(head.constant)
+        qw = _BoxWalk(m, "q", core.tile, core.max_tokens, grid, plane)
+        kw = _BoxWalk(m, "k", core.tile, core.max_tokens, grid, plane)
+        q_rows = Signal(range(T + 1))
+        m.d.comb += q_rows.eq(qw.ext[0] * qw.ext[1] * qw.ext[2])
+        phase = Signal()  # 0: pass 1 (row maxima), 1: pass 2 (P, P V)
+        q_par = Signal()  # the query box's parity: the r and token rows' bank
+
+        # tiles in flight, in order: what the router needs of each S tile
+        ext = data.ArrayLayout(range(max(bt, by, bx) + 1), 3)
+        tag_layout = data.StructLayout(
+            {"phase": 1, "first": 1, "final": 1, "par": 1, "q": ext, "k": ext, "origin": range(core.max_tokens)}
+        )
+        m.submodules.tags = tags = SyncFIFO(width=tag_layout.size, depth=4)
+        tag_in, tag = Signal(tag_layout), Signal(tag_layout)
+        m.d.comb += [tags.w_data.eq(tag_in), tag.eq(tags.r_data)]
+        m.d.comb += [
+            tag_in.phase.eq(phase),
+            tag_in.first.eq(kw.first),
+            tag_in.final.eq(kw.final),
+            tag_in.par.eq(q_par),
+            tag_in.origin.eq(qw.origin),
+        ]
+        m.d.comb += [tag_in.q[a].eq(qw.ext[a]) for a in range(3)] + [tag_in.k[a].eq(kw.ext[a]) for a in range(3)]
+
+        # ---- the router: the engine's padded S tile -> the softmax's segments
+        it, iy, ix = Signal(range(bt), name="it"), Signal(range(by), name="iy"), Signal(range(bx), name="ix")
+        jt, jy, jx = Signal(range(bt), name="jt"), Signal(range(by), name="jy"), Signal(range(bx), name="jx")
+        k_row = Signal(range(T))  # the real row's index in the query box
+        # row i's token offset from the query box's first token, and those
+        # of its (t, y, 0) and (t, 0, 0)
+        off = Signal(range(core.max_tokens), name="i_off")
+        off_line = Signal(range(core.max_tokens), name="i_line")
+        off_plane = Signal(range(core.max_tokens), name="i_plane")
+        v_ready = Signal()  # the pass-2 tile at the head has its V in the P V stage
+        real_row = (it < tag.q[0]) & (iy < tag.q[1]) & (ix < tag.q[2])
+        real_col = (jt < tag.k[0]) & (jy < tag.k[1]) & (jx < tag.k[2])
+        forward = real_row & real_col
+        gate = tags.r_rdy & (~tag.phase | v_ready)
+        s_in = engine.s
+        beat = softmax.s.payload
+        m.d.comb += [
+            softmax.s.valid.eq(s_in.valid & gate & forward),
+            s_in.ready.eq(gate & (~forward | softmax.s.ready)),
+            beat.values[0].eq(s_in.payload.value),
+            beat.count.eq(1),
+            beat.last.eq((jt == tag.k[0] - 1) & (jy == tag.k[1] - 1) & (jx == tag.k[2] - 1)),
+            beat.row.eq(k_row),
+            beat.phase.eq(tag.phase),
+            beat.first.eq(tag.first),
+            beat.final.eq(tag.final),
+        ]
+        # the token of each real row of a query box, and each row's r: two
+        # banks each (the query box's parity), read combinationally
+        m.submodules.tokens = tokens = Memory(shape=range(core.max_tokens), depth=2 * T, init=[])
+        m.submodules.recips = recips = Memory(shape=unsigned(self._fmt.recip_width), depth=2 * T, init=[])
+        tok_w, rec_w = tokens.write_port(), recips.write_port()
+        s_fire = s_in.valid & s_in.ready
+        m.d.comb += [
+            tok_w.addr.eq(Cat(k_row, tag.par)),
+            tok_w.data.eq(tag.origin + off),
+            tok_w.en.eq(s_fire & real_row & (jt == 0) & (jy == 0) & (jx == 0) & ~tag.phase & tag.first),
+        ]
+        with m.If(s_fire):
+            with m.If(s_in.payload.last):
+                m.d.sync += [it.eq(0), iy.eq(0), ix.eq(0), jt.eq(0), jy.eq(0), jx.eq(0), k_row.eq(0)]
+                m.d.sync += [off.eq(0), off_line.eq(0), off_plane.eq(0)]
+                m.d.comb += tags.r_en.eq(1)
+                with m.If(tag.phase):
+                    m.d.sync += v_ready.eq(0)
+            with m.Else():
+                with m.If(jx != bx - 1):
+                    m.d.sync += jx.eq(jx + 1)
+                with m.Else():
+                    m.d.sync += jx.eq(0)
+                    with m.If(jy != by - 1):
+                        m.d.sync += jy.eq(jy + 1)
+                    with m.Else():
+                        m.d.sync += jy.eq(0)
+                        with m.If(jt != bt - 1):
+                            m.d.sync += jt.eq(jt + 1)
+                        with m.Else():  # the row's last column: the next row
+                            m.d.sync += jt.eq(0)
+                            with m.If(real_row):
+                                m.d.sync += k_row.eq(k_row + 1)
+                            with m.If(ix != bx - 1):
+                                m.d.sync += [ix.eq(ix + 1), off.eq(off + 1)]
+                            with m.Else():
+                                m.d.sync += ix.eq(0)
+                                with m.If(iy != by - 1):
+                                    nxt = off_line + head.w
+                                    m.d.sync += [iy.eq(iy + 1), off_line.eq(nxt), off.eq(nxt)]
+                                with m.Else():
+                                    nxt = off_plane + plane
+                                    m.d.sync += [iy.eq(0), it.eq(it + 1), off_plane.eq(nxt), off_line.eq(nxt)]
+                                    m.d.sync += off.eq(nxt)
+
+        # ---- the reciprocals of the final key tile's rows
+        r_par, r_rows, r_count = Signal(), Signal(range(T + 1)), Signal(range(T + 1))
+        r_fire = softmax.r.valid & softmax.r.ready
+        m.d.comb += [
+            softmax.r.ready.eq(1),
+            rec_w.addr.eq(Cat(softmax.r.payload.row, r_par)),
+            rec_w.data.eq(softmax.r.payload.r),
+            rec_w.en.eq(r_fire),
+        ]
+        final_start = s_fire & tag.phase & tag.final & (it == 0) & (iy == 0) & (ix == 0) & (jt == 0)
+        final_start &= (jy == 0) & (jx == 0)
+        with m.If(final_start):  # the final pass-2 tile of a query box begins
+            m.d.sync += [r_par.eq(tag.par), r_rows.eq(tag.q[0] * tag.q[1] * tag.q[2]), r_count.eq(0)]
+        with m.Elif(r_fire):
+            m.d.sync += r_count.eq(r_count + 1)
+
+        # ---- P into the P V stage (V rows first, from the controller)
+        p = softmax.p
+        v_phase = Signal()  # the controller drives the P V stage's input
+        hold_last = p.payload.final & p.payload.last & (p.payload.row == r_rows - 1) & (r_count != r_rows)
+        pv_in = pv.i.payload
+        v_valid = Signal()
+        m.d.comb += [
+            pv.i.valid.eq(Mux(v_phase, v_valid, p.valid & ~hold_last)),
+            p.ready.eq(~v_phase & pv.i.ready & ~hold_last),
+            pv_in.p.eq(p.payload.values[0]),
+            pv_in.v.eq(feeder.v_data),
+        ]
+
+        # ---- O: the P V totals, scaled by their row's r, to the write port
+        m.submodules.o_rows = o_rows = SyncFIFO(width=1 + (T + 1).bit_length(), depth=2)
+        o_count = Signal(range(T * nb + 1))
+        o = pv.o
+        o_par = o_rows.r_data[0]
+        o_n = o_rows.r_data[1:]
+        rec_r, tok_r = recips.read_port(domain="comb"), tokens.read_port(domain="comb")
+        m.d.comb += [rec_r.addr.eq(Cat(o.payload.row, o_par)), tok_r.addr.eq(Cat(o.payload.row, o_par))]
+        sin = scaler.i.payload
+        m.d.comb += [
+            scaler.i.valid.eq(o.valid & o_rows.r_rdy),
+            o.ready.eq(scaler.i.ready & o_rows.r_rdy),
+            sin.r.eq(rec_r.data),
+            sin.count.eq(o.payload.count),
+            sin.last.eq(0),
+        ]
+        m.d.comb += [sin.acc[c].eq(o.payload.acc[c]) for c in range(C)]
+        o_fire = o.valid & o.ready
+        with m.If(o_fire):
+            with m.If(o_count == o_n * nb - 1):
+                m.d.sync += o_count.eq(0)
+                m.d.comb += o_rows.r_en.eq(1)
+            with m.Else():
+                m.d.sync += o_count.eq(o_count + 1)
+        addr0 = Signal(ADDR_WIDTH)
+        m.d.comb += addr0.eq(head.o_base + tok_r.data * (cfg.d // C) + o.payload.group)
+        addr1, addr2 = Signal(ADDR_WIDTH), Signal(ADDR_WIDTH)
+        with m.If(scaler.i.ready):  # the scaler's two stages advance together
+            m.d.sync += [addr1.eq(addr0), addr2.eq(addr1)]
+        m.d.comb += [
+            self.wq.valid.eq(scaler.o.valid),
+            scaler.o.ready.eq(self.wq.ready),
+            self.wq.payload.addr.eq(addr2),
+            self.wq.payload.data.eq(Cat(*scaler.o.payload.values)),
+        ]
+        w_fire = self.wq.valid & self.wq.ready
+
+        # ---- the controller: the walk over query and key boxes
+        o_left = Signal(range(core.max_tokens * nb + 1))  # O writes still to come
+        o_add = Signal.like(o_left)
+        m.d.sync += o_left.eq(o_left + o_add - w_fire)
+        fc = feeder.cmd.payload
+        for field, walk in (("q", qw), ("k", kw)):
+            m.d.comb += [fc[field][name].eq(value) for name, value in walk.box().items()]
+        m.d.comb += [
+            fc.q_base.eq(head.q_base),
+            fc.k_base.eq(head.k_base),
+            fc.v_base.eq(head.v_base),
+            fc.with_v.eq(phase),
+            fc.plane.eq(plane),
+            fc.row.eq(head.w),
+        ]
+        # V rows of the key box, read from v_tile one cycle ahead
+        vt, vy, vx = Signal(range(bt), name="vt"), Signal(range(by), name="vy"), Signal(range(bx), name="vx")
+        v_word, v_line, v_plane = (Signal(range(T), name=n) for n in ("v_word", "v_line", "v_plane"))
+        v_next = Signal(range(T))
+        m.d.comb += [feeder.v_addr.eq(v_next), v_next.eq(v_word)]
+        v_last = (vt == kw.ext[0] - 1) & (vy == kw.ext[1] - 1) & (vx == kw.ext[2] - 1)
+        cycles = Signal(32)
+        m.d.comb += self.cycles.eq(cycles)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(1)
+                with m.If(self.cmd.valid):
+                    m.d.sync += [head.eq(self.cmd.payload), cycles.eq(1), q_par.eq(1)]
+                    m.d.sync += qw.restart()
+                    m.next = "PLANE"
+            with m.State("PLANE"):
+                m.d.sync += plane.eq(head.h * head.w)
+                m.next = "QUERY"
+            with m.State("QUERY"):  # a new query box: its O writes, pass 1 from key box 0
+                m.d.comb += [o_rows.w_en.eq(o_rows.w_rdy), o_rows.w_data.eq(Cat(~q_par, q_rows))]
+                with m.If(o_rows.w_rdy):
+                    m.d.comb += o_add.eq(q_rows * nb)
+                    m.d.sync += [q_par.eq(~q_par), phase.eq(0)] + kw.restart()
+                    m.next = "ISSUE"
+            with m.State("ISSUE"):
+                m.d.comb += [feeder.cmd.valid.eq(tags.w_rdy), tags.w_en.eq(feeder.cmd.ready & tags.w_rdy)]
+                with m.If(feeder.cmd.ready & tags.w_rdy):
+                    with m.If(phase):
+                        m.next = "FEED"
+                    with m.Else():
+                        m.next = "NEXT"
+            with m.State("FEED"):  # the feeder has V once it is idle again
+                with m.If(feeder.cmd.ready):
+                    m.d.sync += [vt.eq(0), vy.eq(0), vx.eq(0), v_word.eq(0), v_line.eq(0), v_plane.eq(0)]
+                    m.next = "V_HEAD"
+            with m.State("V_HEAD"):
+                m.d.comb += [v_phase.eq(1), v_valid.eq(1)]
+                m.d.comb += [pv_in.t.eq(kw.ext[0]), pv_in.y.eq(kw.ext[1]), pv_in.x.eq(kw.ext[2])]
+                m.d.comb += [pv_in.rows.eq(q_rows), pv_in.first.eq(kw.first), pv_in.final.eq(kw.final)]
+                with m.If(pv.i.ready):
+                    m.next = "V_ROWS"
+            with m.State("V_ROWS"):
+                m.d.comb += [v_phase.eq(1), v_valid.eq(1)]
+                with m.If(pv.i.ready):
+                    with m.If(v_last):
+                        m.d.sync += v_ready.eq(1)
+                        m.next = "NEXT"
+                    with m.Elif(vx != kw.ext[2] - 1):
+                        m.d.sync += [vx.eq(vx + 1), v_word.eq(v_word + 1)]
+                        m.d.comb += v_next.eq(v_word + 1)
+                    with m.Elif(vy != kw.ext[1] - 1):
+                        m.d.sync += [vx.eq(0), vy.eq(vy + 1), v_line.eq(v_line + bx), v_word.eq(v_line + bx)]
+                        m.d.comb += v_next.eq(v_line + bx)
+                    with m.Else():
+                        nxt = v_plane + by * bx
+                        m.d.sync += [vx.eq(0), vy.eq(0), vt.eq(vt + 1), v_plane.eq(nxt), v_line.eq(nxt), v_word.eq(nxt)]
+                        m.d.comb += v_next.eq(nxt)
+            with m.State("NEXT"):
+                with m.If(~kw.final):
+                    kw.advance(m)
+                    m.next = "ISSUE"
+                with m.Elif(~phase):
+                    m.d.sync += [phase.eq(1)] + kw.restart()
+                    m.next = "ISSUE"
+                with m.Elif(~qw.final):
+                    qw.advance(m)
+                    m.next = "QUERY"
+                with m.Else():
+                    m.next = "DRAIN"
+            with m.State("DRAIN"):  # the last O writes
+                with m.If((o_left == 0) | ((o_left == 1) & w_fire)):
+                    m.next = "IDLE"
+        with m.If(~self.cmd.ready):
+            m.d.sync += cycles.eq(cycles + 1)
+        m.d.comb += self.busy.eq(~self.cmd.ready)
+        return m
