@@ -79,6 +79,7 @@ __all__ = [
     "pv_cycles",
     "load_cycles",
     "tile_feed_cycles",
+    "core_cycles",
     "group_masks",
     "attention_stages",
     "SOFTMAX_LATENCY",
@@ -1124,3 +1125,116 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
             t += 1 + n + rows * n + beats - last + PV_TILE_ISSUE - 1
     rows = tiles[-1][0]
     return t + last + array_drain(config) + PV_TILE_TAIL + (rows - 1) % config.array_rows + 1
+
+
+# -- the attention core (issue 13, docs/CORE.md "The core") ------------------
+
+
+def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, fmt: SoftmaxFormat | None = None) -> int:
+    """Exact cycles of ``kaleido.hdl.core.KaleidoAttentionCore`` for one
+    head (its ``cycles`` port: from the command to the last O write, both
+    counted) with a memory that never stalls and an always-ready write port.
+
+    The walk's stages in max-plus form (docs/CORE.md "The core", "Cycles"):
+    the feeder's loads (:func:`tile_feed_cycles`) and its stream into the
+    engine once the engine is in LOAD; the engine's compute
+    (:func:`engine_cycles` of the padded boxes); the S tile taken one word a
+    cycle once the tile's V is in the P V stage (pass 2), the final key
+    tile's row ends waiting for the divider; P ``TILE_SOFTMAX_LATENCY``
+    cycles after its score, the final tile's last P held until the last
+    ``r``; the P V stage's passes after its fill (:func:`pv_tile_beats`);
+    the output scaler's two cycles."""
+    from .config import CoreConfig
+    from .golden.core import pad_box
+    from .loopnest import tile_boxes
+
+    config = config or KaleidoConfig()
+    core = core or CoreConfig()
+    fmt = fmt or SoftmaxFormat()
+    T, H, W = (int(e) for e in grid)
+    tile = core.tile
+    bt, by, bx = tile
+    tt = core.tile_tokens
+    bpr = config.d // core.port_bytes
+    words = 2 * tt * len(config.batches)
+    divide = TILE_SOFTMAX_LATENCY + 1 + fmt.recip_width
+    boxes = tile_boxes((T, H, W), tile)
+    R = config.array_rows
+
+    def loads(q_shape, k_shape, with_v):
+        shapes = (q_shape, k_shape, k_shape) if with_v else (q_shape, k_shape)
+        return sum(t * y * (load_cycles(x * bpr, core.mem_latency) + 1) for t, y, x in shapes)
+
+    def corner(shape):  # the padded index of a box's last token
+        t, y, x = shape
+        return ((t - 1) * by + (y - 1)) * bx + (x - 1)
+
+    compute: dict = {}
+    pv_beats: dict = {}
+    # the controller's states: IDLE (0) -> PLANE (1) -> QUERY (2) -> ISSUE (3)
+    state = 3  # the cycle the controller is in ISSUE
+    feeder_idle = 0  # the first cycle the feeder takes a command
+    engine_ready = 0  # the first cycle the engine takes a qk word
+    pv_ready = 0  # the first cycle the P V stage takes a header
+    last_final = None  # the last final-tile row end the divider saw
+    last_write = 0
+    tiles = []  # (qb, kb, phase), in walk order
+    for qi, qb in enumerate(boxes):
+        for phase in (0, 1):
+            for kb in boxes:
+                tiles.append((qi, qb, kb, phase))
+    for qi, qb, kb, phase in tiles:
+        final_k = kb is boxes[-1]
+        a = max(state, feeder_idle)  # ISSUE: the feeder takes the command
+        w = max(a + loads(qb.shape, kb.shape, phase) + 2, engine_ready) + words - 1  # the last qk word
+        feeder_idle = w + 1
+        key = (qb.origin, kb.origin)
+        if key not in compute:
+            Qp, Kp = pad_box(Q, qb, tile), pad_box(K, kb, tile)
+            compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
+        first_s = w + 2 + compute[key]  # UNLOAD, then the first read
+        gate = 0
+        if phase:  # FEED -> V_HEAD -> V_ROWS: the header, then the key box's V rows
+            n = len(kb.tokens)
+            h = max(feeder_idle + 1, pv_ready)
+            gate = h + n + 1  # v_ready
+            state = h + n + 2  # NEXT, then ISSUE
+        else:
+            state = a + 2
+        # the S tile, one word a cycle from its first; the final pass-2
+        # tile's row ends wait for the divider
+        start = max(first_s, gate)
+        rows = len(qb.tokens)
+        last_fwd = start + corner(qb.shape) * tt + corner(kb.shape)
+        end = start + tt * tt - 1
+        if phase and final_k:
+            qmask = np.zeros((bt, by, bx), dtype=bool)
+            qmask[: qb.shape[0], : qb.shape[1], : qb.shape[2]] = True
+            jl = corner(kb.shape)
+            t = start - 1
+            for real in qmask.ravel():
+                t_end = t + jl + 1  # the row's last real column
+                if real:
+                    if last_final is not None:
+                        t_end = max(t_end, last_final + divide)
+                    last_final = t_end
+                    last_fwd = t_end
+                t = t_end + (tt - 1 - jl)
+            end = t
+        engine_ready = end + 1  # LOAD the cycle after the last word
+        if phase:
+            last_fill = last_fwd + TILE_SOFTMAX_LATENCY
+            if final_k:
+                last_fill = max(last_fill, last_fwd + divide + 1)
+            bkey = (kb.origin, rows)
+            if bkey not in pv_beats:
+                pv_beats[bkey] = pv_tile_beats(V[kb.tokens], kb.shape, rows, config)
+            B, b = pv_beats[bkey]
+            last_issue = last_fill + B - b + PV_TILE_ISSUE - 1
+            pv_ready = last_issue + 1
+            if final_k:
+                last_o = last_issue + b + array_drain(config) + PV_TILE_TAIL + (rows - 1) % R
+                last_write = max(last_write, last_o + 2)
+                if qi + 1 < len(boxes):
+                    state += 1  # QUERY
+    return last_write + 1

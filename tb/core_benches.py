@@ -116,9 +116,7 @@ class CoreBench(wiring.Component):
         self.core = KaleidoAttentionCore(config, core, fmt)
         width = config.array_cols * (8 + fmt.out_frac_bits)
         self.o_mem = Memory(shape=unsigned(width), depth=o_blocks, init=[])
-        super().__init__(
-            {"cmd": In(stream.Signature(head_layout(core, fmt))), "busy": Out(1), "cycles": Out(32)}
-        )
+        super().__init__({"cmd": In(stream.Signature(head_layout(core, fmt))), "busy": Out(1), "cycles": Out(32)})
 
     def elaborate(self, platform):
         m = Module()

@@ -16,6 +16,7 @@ from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from kaleido.golden.core import core_attention, memory_image
 from kaleido.golden.softmax import head_constant
 from kaleido.golden.workloads import synthetic_video
+from kaleido.model import core_cycles
 from kaleido.tb.core_benches import CoreBench
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
@@ -89,6 +90,10 @@ def test_core_is_bit_exact(grid, tile, split, batch):
     config = KaleidoConfig(split=split, batch=batch)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
-    o, _ = simulate_core(Q, K, V, grid, scales, config, core)
-    ref, _ = core_attention(Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F)
+    o, cycles = simulate_core(Q, K, V, grid, scales, config, core)
+    ref, _ = core_attention(
+        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
+    )
     assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
+    model = core_cycles(Q, K, V, grid, config, core)
+    assert cycles == model, f"seed {SEED}: the core took {cycles} cycles, the model says {model}"
