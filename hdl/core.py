@@ -17,7 +17,7 @@ the final key box's reciprocals scale O.
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -35,11 +35,7 @@ __all__ = ["KaleidoAttentionCore", "head_layout", "write_request_layout", "check
 
 
 def check_core(config: KaleidoConfig, core: CoreConfig) -> None:
-    """The core writes O one channel block (``array_cols`` channels) a
-    beat, aligned: every channel group must be a multiple of ``array_cols``."""
-    C = config.array_cols
-    if any(part % C for part in config.split):
-        raise ValueError(f"every channel group of split {config.split} must be a multiple of array_cols = {C}")
+    """A token row of Q, K and V must be whole read beats."""
     if config.d % core.port_bytes:
         raise ValueError(f"d = {config.d} must be a multiple of port_bytes = {core.port_bytes}")
 
@@ -65,11 +61,12 @@ def head_layout(core: CoreConfig, fmt: SoftmaxFormat) -> data.StructLayout:
 
 
 def write_request_layout(config: KaleidoConfig, fmt: SoftmaxFormat) -> data.StructLayout:
-    """One write of O: block address ``addr`` (O's token ``n``, channels
-    ``c .. c + array_cols - 1`` at block ``o_base + (n d + c) /
-    array_cols``) and ``data``: ``array_cols`` values of ``8 +
-    out_frac_bits`` bits, channel ``c`` in the low bits."""
-    return data.StructLayout({"addr": ADDR_WIDTH, "data": config.array_cols * (8 + fmt.out_frac_bits)})
+    """One write of O: ``count`` consecutive values (one channel block, at
+    most ``array_cols``) from element address ``addr`` (O's token ``n``,
+    channel ``c`` at ``o_base + n d + c``, row-major), ``data``: the values
+    of ``8 + out_frac_bits`` bits each, the first in the low bits."""
+    C = config.array_cols
+    return data.StructLayout({"addr": ADDR_WIDTH, "data": C * (8 + fmt.out_frac_bits), "count": range(C + 1)})
 
 
 class _BoxWalk:
@@ -86,7 +83,7 @@ class _BoxWalk:
         self.plane0 = Signal(range(max_tokens), name=f"{name}_plane")  # token of (t0, 0, 0)
         T, H, W = grid
         bt, by, bx = tile
-        self.ext = []
+        self.ext: list = []
         for lo, size, full in ((self.t0, T, bt), (self.y0, H, by), (self.x0, W, bx)):
             left = Signal(n, name=f"{name}_left{len(self.ext)}")
             m.d.comb += left.eq(size - lo)
@@ -119,8 +116,7 @@ class _BoxWalk:
 class KaleidoAttentionCore(wiring.Component):
     """One head's attention from external memory to external memory.
 
-    Parameters: ``config`` (the array and the reuse design; every channel
-    group a multiple of ``array_cols``, :func:`check_core`), ``core``
+    Parameters: ``config`` (the array and the reuse design), ``core``
     (:class:`~kaleido.config.CoreConfig`: the tile, the read port's width
     and latency, the largest head), ``fmt`` (the softmax's formats).
 
@@ -325,7 +321,8 @@ class KaleidoAttentionCore(wiring.Component):
             with m.Else():
                 m.d.sync += o_count.eq(o_count + 1)
         addr0 = Signal(ADDR_WIDTH)
-        m.d.comb += addr0.eq(head.o_base + tok_r.data * (cfg.d // C) + o.payload.group)
+        first_channel = Array(Const(c0, range(cfg.d)) for c0, _, _ in channel_blocks(cfg))
+        m.d.comb += addr0.eq(head.o_base + tok_r.data * cfg.d + first_channel[o.payload.group])
         addr1, addr2 = Signal(ADDR_WIDTH), Signal(ADDR_WIDTH)
         with m.If(scaler.i.ready):  # the scaler's two stages advance together
             m.d.sync += [addr1.eq(addr0), addr2.eq(addr1)]
@@ -334,6 +331,7 @@ class KaleidoAttentionCore(wiring.Component):
             scaler.o.ready.eq(self.wq.ready),
             self.wq.payload.addr.eq(addr2),
             self.wq.payload.data.eq(Cat(*scaler.o.payload.values)),
+            self.wq.payload.count.eq(scaler.o.payload.count),
         ]
         w_fire = self.wq.valid & self.wq.ready
 

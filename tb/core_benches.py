@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
-from amaranth import Module, unsigned
+from amaranth import Module, Signal, unsigned
 from amaranth.back import verilog
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
@@ -106,32 +106,39 @@ class TileQKBench(wiring.Component):
 
 class CoreBench(wiring.Component):
     """The memory model (preloaded with ``image``: Q, K and V) -> the
-    attention core -> an O memory of ``o_blocks`` blocks (one write a
-    cycle, always ready). Ports: the core's ``cmd``, ``busy`` and
-    ``cycles``."""
+    attention core -> an O memory of ``o_values`` values (one write a
+    cycle, always ready) in ``array_cols`` banks: value ``e`` is word ``e //
+    array_cols`` of bank ``e % array_cols``, so a write of up to
+    ``array_cols`` consecutive values is one word in each bank it touches.
+    Ports: the core's ``cmd``, ``busy`` and ``cycles``."""
 
-    def __init__(self, image, o_blocks: int, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
+    def __init__(self, image, o_values: int, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
         fmt = fmt or SoftmaxFormat()
         self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
         self.core = KaleidoAttentionCore(config, core, fmt)
-        width = config.array_cols * (8 + fmt.out_frac_bits)
-        self.o_mem = Memory(shape=unsigned(width), depth=o_blocks, init=[])
+        self.width = 8 + fmt.out_frac_bits
+        C = config.array_cols
+        self.o_banks = [Memory(shape=unsigned(self.width), depth=-(-o_values // C), init=[]) for _ in range(C)]
         super().__init__({"cmd": In(stream.Signature(head_layout(core, fmt))), "busy": Out(1), "cycles": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.model, m.submodules.core, m.submodules.o_mem = self.model, self.core, self.o_mem
+        m.submodules.model, m.submodules.core = self.model, self.core
         core = self.core
         wiring.connect(m, wiring.flipped(self.cmd), core.cmd)
         wiring.connect(m, core.rq, self.model.q)
         wiring.connect(m, self.model.r, core.rs)
-        wp = self.o_mem.write_port()
-        m.d.comb += [
-            core.wq.ready.eq(1),
-            wp.addr.eq(core.wq.payload.addr),
-            wp.data.eq(core.wq.payload.data),
-            wp.en.eq(core.wq.valid),
-            self.busy.eq(core.busy),
-            self.cycles.eq(core.cycles),
-        ]
+        w = core.wq.payload
+        C = len(self.o_banks)
+        m.d.comb += [core.wq.ready.eq(1), self.busy.eq(core.busy), self.cycles.eq(core.cycles)]
+        for b, bank in enumerate(self.o_banks):
+            m.submodules[f"o_bank{b}"] = bank
+            wp = bank.write_port()
+            lane = Signal(range(C), name=f"lane{b}")
+            m.d.comb += lane.eq((b + C - w.addr % C) % C)
+            m.d.comb += [
+                wp.addr.eq((w.addr + lane) // C),
+                wp.data.eq(w.data.word_select(lane, self.width)),
+                wp.en.eq(core.wq.valid & (lane < w.count)),
+            ]
         return m
