@@ -19,7 +19,18 @@ from kaleido.hdl.mem_port import MemoryModel, TileLoader, load_command_layout
 from kaleido.hdl.qk_memory import qk_layout
 from kaleido.hdl.tile_feeder import TileFeeder, feed_command_layout
 
-__all__ = ["LoaderBench", "emit_loader_bench", "LOADER_BENCH", "TileQKBench", "CoreBench"]
+__all__ = [
+    "LoaderBench",
+    "emit_loader_bench",
+    "LOADER_BENCH",
+    "TileQKBench",
+    "CoreBench",
+    "CORE_BENCH",
+    "emit_core_bench",
+]
+
+#: module name of the emitted core bench
+CORE_BENCH = "core_bench"
 
 #: module name of the emitted loader bench
 LOADER_BENCH = "loader_bench"
@@ -110,7 +121,9 @@ class CoreBench(wiring.Component):
     cycle, always ready) in ``array_cols`` banks: value ``e`` is word ``e //
     array_cols`` of bank ``e % array_cols``, so a write of up to
     ``array_cols`` consecutive values is one word in each bank it touches.
-    Ports: the core's ``cmd``, ``busy`` and ``cycles``."""
+    Ports: the core's ``cmd``, ``busy`` and ``cycles``; ``raddr``/``rdata``
+    read word ``raddr`` of every bank (values ``array_cols raddr ..``,
+    the first in the low bits) combinationally, for the check."""
 
     def __init__(self, image, o_values: int, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
         fmt = fmt or SoftmaxFormat()
@@ -119,7 +132,16 @@ class CoreBench(wiring.Component):
         self.width = 8 + fmt.out_frac_bits
         C = config.array_cols
         self.o_banks = [Memory(shape=unsigned(self.width), depth=-(-o_values // C), init=[]) for _ in range(C)]
-        super().__init__({"cmd": In(stream.Signature(head_layout(core, fmt))), "busy": Out(1), "cycles": Out(32)})
+        self.o_words = -(-o_values // C)
+        super().__init__(
+            {
+                "cmd": In(stream.Signature(head_layout(core, fmt))),
+                "busy": Out(1),
+                "cycles": Out(32),
+                "raddr": In(range(self.o_words)),
+                "rdata": Out(C * self.width),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -141,4 +163,16 @@ class CoreBench(wiring.Component):
                 wp.data.eq(w.data.word_select(lane, self.width)),
                 wp.en.eq(core.wq.valid & (lane < w.count)),
             ]
+            rp = bank.read_port(domain="comb")
+            m.d.comb += [rp.addr.eq(self.raddr), self.rdata.word_select(b, self.width).eq(rp.data)]
         return m
+
+
+def emit_core_bench(bench: CoreBench, build_dir) -> str:
+    """Write ``bench`` as Verilog (module :data:`CORE_BENCH`) into
+    ``build_dir``; returns the path (an unchanged file is not rewritten)."""
+    text = verilog.convert(bench, name=CORE_BENCH, emit_src=False)
+    path = pathlib.Path(build_dir) / f"{CORE_BENCH}.v"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)

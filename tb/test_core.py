@@ -5,7 +5,6 @@ configuration's thresholds) bit for bit."""
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -13,11 +12,12 @@ import pytest
 from amaranth.sim import Simulator
 
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from kaleido.golden.core import core_attention, memory_image
-from kaleido.golden.softmax import head_constant
+from kaleido.golden.core import core_attention
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
 from kaleido.tb.core_benches import CoreBench
+from kaleido.tb.core_io import core_command, decode_o, run_core
+from kaleido.tb.runner import SIMULATORS
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
@@ -37,21 +37,8 @@ def simulate_core(Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000
     fmt = fmt or SoftmaxFormat()
     n, d = Q.shape
     C = config.array_cols
-    bpr = d // core.port_bytes
-    image = memory_image(np.concatenate([Q, K, V]), core.port_bytes)
+    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
     dut = CoreBench(image, n * d, config, core, fmt)
-    qs, ks, _ = scales
-    T, H, W = grid
-    cmd = {
-        "t": T,
-        "h": H,
-        "w": W,
-        "q_base": 0,
-        "k_base": n * bpr,
-        "v_base": 2 * n * bpr,
-        "o_base": 0,
-        "constant": head_constant(qs * ks / math.sqrt(d), fmt),
-    }
     out: list = []
 
     async def bench(ctx):
@@ -64,11 +51,8 @@ def simulate_core(Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000
             await ctx.tick()
             cycles += 1
             assert cycles < limit, f"seed {SEED}: the core did not finish in {limit} cycles"
-        width = dut.width
-        vals = [ctx.get(dut.o_banks[e % C].data[e // C]) for e in range(n * d)]
-        o = np.array(vals, dtype=np.int64)
-        o = np.where(o >> (width - 1) & 1, o - (1 << width), o).reshape(n, d)
-        out.append((o, ctx.get(dut.cycles)))
+        values = [ctx.get(dut.o_banks[e % C].data[e // C]) for e in range(n * d)]
+        out.append((decode_o(values, n, d, dut.width), ctx.get(dut.cycles)))
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -97,3 +81,21 @@ def test_core_is_bit_exact(grid, tile, split, batch):
     assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
     model = core_cycles(Q, K, V, grid, config, core)
     assert cycles == model, f"seed {SEED}: the core took {cycles} cycles, the model says {model}"
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_core_fast_path(sim):
+    """The emitted core bench on each simulator, the testbench only waiting
+    for ``busy`` to fall: O bit-exact, ``cycles`` the model's."""
+    grid, tile, split = (2, 2, 4), (2, 2, 4), (5, 4, 7)
+    config = KaleidoConfig(split=split, batch=4)
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
+    Q, K, V, scales = core_head(grid, split, SEED)
+    res = run_core(sim, Q, K, V, grid, scales, config, core, cxx_opt="-O0")
+    assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
+    ref, _ = core_attention(
+        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
+    )
+    assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
+    assert res["cycles"] == core_cycles(Q, K, V, grid, config, core), f"seed {SEED}"

