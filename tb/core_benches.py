@@ -26,11 +26,13 @@ __all__ = [
     "TileQKBench",
     "CoreBench",
     "CORE_BENCH",
+    "CORE_TOP",
     "emit_core_bench",
 ]
 
-#: module name of the emitted core bench
+#: module names of the emitted core bench and its self-clocked top level
 CORE_BENCH = "core_bench"
+CORE_TOP = "core_top"
 
 #: module name of the emitted loader bench
 LOADER_BENCH = "loader_bench"
@@ -169,9 +171,29 @@ class CoreBench(wiring.Component):
 
 
 def emit_core_bench(bench: CoreBench, build_dir) -> str:
-    """Write ``bench`` as Verilog (module :data:`CORE_BENCH`) into
-    ``build_dir``; returns the path (an unchanged file is not rewritten)."""
+    """Write ``bench`` as Verilog (module :data:`CORE_BENCH`) and its
+    self-clocked top level :data:`CORE_TOP` into ``build_dir``; returns the
+    path (an unchanged file is not rewritten). The top level makes its own
+    clock (``always #5``, an output): the simulator runs the clock itself,
+    with no testbench callback on any edge (Verilator needs ``--timing``)."""
     text = verilog.convert(bench, name=CORE_BENCH, emit_src=False)
+    ports = {
+        "rst": ("input", 1),
+        "cmd__payload": ("input", bench.cmd.payload.shape().size),
+        "cmd__valid": ("input", 1),
+        "cmd__ready": ("output", 1),
+        "busy": ("output", 1),
+        "cycles": ("output", 32),
+        "raddr": ("input", len(bench.raddr)),
+        "rdata": ("output", len(bench.rdata)),
+    }
+    decl = ",\n".join(f"  {d} [{w - 1}:0] {n}" for n, (d, w) in ports.items())
+    conn = ",\n".join(f"    .{n}({n})" for n in ports)
+    text += (
+        f"\nmodule {CORE_TOP} (\n  output reg clk,\n{decl}\n);\n"
+        "  initial clk = 1'b0;\n  always #5 clk = ~clk;\n"
+        f"  {CORE_BENCH} bench (\n    .clk(clk),\n{conn}\n  );\nendmodule\n"
+    )
     path = pathlib.Path(build_dir) / f"{CORE_BENCH}.v"
     if not path.exists() or path.read_text() != text:
         path.write_text(text)

@@ -68,7 +68,7 @@ def run_core(
     from amaranth.hdl import Const
 
     from kaleido.hdl.core import head_layout
-    from kaleido.tb.core_benches import CORE_BENCH, CoreBench, emit_core_bench
+    from kaleido.tb.core_benches import CORE_TOP, CoreBench, emit_core_bench
     from kaleido.tb.runner import run_cocotb
 
     fmt = SoftmaxFormat()
@@ -82,7 +82,7 @@ def run_core(
     tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}_{digest}"
     res = run_cocotb(
         sim,
-        CORE_BENCH,
+        CORE_TOP,
         config,
         "kaleido.tb.cocotb_core",
         tag=tag,
@@ -90,6 +90,7 @@ def run_core(
         extra_env=env,
         source=lambda build_dir: emit_core_bench(bench, build_dir),
         cxx_opt=cxx_opt,
+        public=False,
     )
     out = pathlib.Path(res["build_dir"]) / "core.json"
     result = {"build_dir": res["build_dir"], "failed": res["failed"] or res["tests"] != 1}

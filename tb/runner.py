@@ -90,6 +90,7 @@ def run_cocotb(
     grid=None,
     cxx_opt: str | None = "auto",
     source=None,
+    public: bool = True,
 ) -> dict:
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
     ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
@@ -104,6 +105,10 @@ def run_cocotb(
     ``source`` (a callable ``source(build_dir) -> path``) writes the
     Verilog of a testbench-built top level (``design`` is then its module
     name) instead of emitting a design of :data:`kaleido.hdl.emit.DESIGNS`.
+    ``public=False`` (Verilator): only the top level's ports are visible to
+    the testbench (``--no-public-flat-rw`` after cocotb's
+    ``--public-flat-rw``), so Verilator optimises the design as a whole:
+    the fast path, where the testbench drives ports and waits.
     Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it.
     Tests that share a build directory run one at a time (a lock file), and
     an unchanged design is not rebuilt."""
@@ -112,11 +117,12 @@ def run_cocotb(
     if grid is not None:
         fp = "".join(f"{F}{P}" for F, P in config.thresholds)
         tag = f"_g{'x'.join(map(str, grid))}_s{'-'.join(map(str, config.split))}_FP{fp}L{config.lookahead}{tag}"
-    build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{'_waves' if waves else ''}"
+    private = "" if public or sim != "verilator" else "_private"
+    build_dir = ROOT / "build" / "sim" / sim / f"{design}__{config.tag}{tag}{private}{'_waves' if waves else ''}"
     build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir):  # tests sharing a build run one at a time (pytest -n)
         return _build_and_test(
-            sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source
+            sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public
         )
 
 
@@ -131,7 +137,7 @@ def _locked(build_dir: pathlib.Path) -> Iterator[None]:
 
 
 def _build_and_test(
-    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source
+    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public=True
 ) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
@@ -150,6 +156,10 @@ def _build_and_test(
         # waves: cocotb adds --trace (VCD); the wheel's FST writer needs lz4.h,
         # which a fresh machine does not have
         build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-O3"]
+        if not public:  # only the top level's signals stay visible to VPI
+            vlt = build_dir / "public.vlt"
+            vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{design}" -var "*"\n')
+            build_args += ["--no-public-flat-rw", "--timing", "-CFLAGS", "-fcoroutines", str(vlt)]
     else:
         _check_icarus()
         icarus_time0_fix(src)
