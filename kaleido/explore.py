@@ -46,7 +46,16 @@ import numpy as np
 
 from .calibrate import FLOOR, LADDER, search_thresholds
 from .config import KaleidoConfig
-from .explore_model import ISSUES, ORDERS, pv_timing, qk_timing, softmax_stage_cycles
+from .explore_model import (
+    DISPATCHES,
+    ISSUES,
+    ORDERS,
+    pv_timing,
+    qk_cycle_budget,
+    qk_passes,
+    qk_timing,
+    softmax_stage_cycles,
+)
 from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
 from .golden.windows import window_bound
 from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
@@ -63,6 +72,8 @@ __all__ = [
     "ADAPTIVE",
     "calibration_spec",
     "candidates",
+    "SHAPES",
+    "shape_candidates",
     "quick_candidates",
     "quality",
     "measure",
@@ -156,6 +167,10 @@ class Candidate:
     order: str = "lfsr"
     window: int | None = None
     issue: str = "array"
+    #: how passes reach several arrays (:data:`kaleido.explore_model.DISPATCHES`)
+    dispatch: str = "round-robin"
+    #: ``(r, c)``: each ``rows x cols`` pass split over ``r x c`` arrays in step
+    sub_array: tuple | None = None
     lookahead: int = 4
     adaptive: str | None = None
     #: dB above the floor a ``"group-calibrated"`` candidate chooses at
@@ -170,6 +185,15 @@ class Candidate:
             raise ValueError(f"order must be one of {ORDERS}, not {self.order!r}")
         if self.issue not in ISSUES:
             raise ValueError(f"issue must be one of {ISSUES}, not {self.issue!r}")
+        if self.dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch must be one of {DISPATCHES}, not {self.dispatch!r}")
+        if self.sub_array is not None:
+            r, c = self.sub_array
+            if self.issue != "array" or self.arrays != 1 or self.rows % r or self.cols % c:
+                raise ValueError(
+                    f"sub_array {r}x{c} splits one {self.rows}x{self.cols} array's passes (issue 'array'), "
+                    f"not {self.arrays} arrays with issue {self.issue!r}"
+                )
         if self.adaptive not in ADAPTIVE:
             raise ValueError(f"adaptive must be one of {ADAPTIVE}, not {self.adaptive!r}")
         if not isinstance(self.margin, (int, float)) or not 0 <= self.margin <= 20:
@@ -323,6 +347,7 @@ def candidates() -> list[Candidate]:
                 note="array count/shape at 16 PEs; P V dealt by query blocks (estimate)",
             )
         )
+    out += shape_candidates()
     greedy_area = "a batch-wide pass-aware scheduler (estimate: unit memory of a batch, 1,024 strings, vs 64)"
     for fp, acc in (((5, 3), 3), ((6, 4), 4)):
         out += [
@@ -459,6 +484,61 @@ def candidates() -> list[Candidate]:
     return out
 
 
+#: array shapes at 16 PEs besides one 4x4: (rows, cols, arrays)
+SHAPES = ((2, 4, 2), (4, 2, 2), (2, 2, 4), (1, 1, 16))
+
+_DISPATCH_NOTE = {
+    "round-robin": "passes dealt round-robin",
+    "queue": "each array takes the next pass from a shared pass queue when it is free",
+    "rows": "passes split statically by row group (array = row group mod arrays)",
+    "columns": "passes split statically by column group (array = column group mod arrays)",
+}
+
+
+def shape_candidates() -> list[Candidate]:
+    """Array shape and count at 16 PEs behind one dispatcher (issue 14),
+    with the default design's thresholds and with the paper's: every shape
+    of :data:`SHAPES` with every dispatch policy, and one 4x4 array's
+    passes split over arrays in step (``sub_array``). The paper's
+    round-robin shapes are the ``shape`` family's ``F5P3 acc3`` candidates."""
+    out = []
+    for base, tag in ((DEFAULT, "default"), (PAPER, "paper")):
+        for rows, cols, arrays in SHAPES:
+            for dispatch in DISPATCHES:
+                if base is PAPER and dispatch == "round-robin":
+                    continue
+                suffix = "" if dispatch == "round-robin" else f" {dispatch}"
+                out.append(
+                    dataclasses.replace(
+                        base,
+                        name=f"{tag} {arrays}x {rows}x{cols}{suffix}",
+                        family="shape",
+                        rows=rows,
+                        cols=cols,
+                        arrays=arrays,
+                        dispatch=dispatch,
+                        rtl="no",
+                        area=f"estimate: {arrays} arrays of {rows}x{cols}, a matcher and P V dispatcher each, "
+                        "one scheduler pair; docs/EXPLORATION.md, 'Array shape and count'",
+                        note=f"{tag} thresholds; {_DISPATCH_NOTE[dispatch]}",
+                    )
+                )
+            out.append(
+                dataclasses.replace(
+                    base,
+                    name=f"{tag} 4x4 split {rows}x{cols}",
+                    family="shape",
+                    sub_array=(rows, cols),
+                    rtl="no",
+                    area=f"estimate: {arrays} arrays of {rows}x{cols} with a matcher each, in step on one 4x4 "
+                    "pass stream; docs/EXPLORATION.md, 'Array shape and count'",
+                    note=f"{tag} thresholds; each 4x4 pass split by rows/columns over {arrays} {rows}x{cols} arrays "
+                    "that issue their own slots, the pass ends with the slowest",
+                )
+            )
+    return out
+
+
 def quick_candidates() -> list[Candidate]:
     """A small subset (``--quick``, the report's fallback, the tests)."""
     names = {"paper", "acc4", "F6P4 acc4", "group t5 x6 y6 P4 acc4", "greedy F6P4 acc4", "adaptive uniform acc4"}
@@ -477,6 +557,18 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
     w = spec.load()
     fp = check_group_thresholds(thresholds)
     cfg = dataclasses.replace(cand, thresholds=fp).config(w.split)
+    passes = _qk_passes(
+        spec,
+        fp,
+        cand.accumulators,
+        cand.rows,
+        cand.cols,
+        cand.lookahead,
+        cand.order,
+        cand.window,
+        cand.issue,
+        cand.sub_array,
+    )
     qk = qk_timing(
         w.q,
         w.k,
@@ -488,6 +580,9 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
         issue=cand.issue,
         arrays=cand.arrays,
         window=cand.window,
+        dispatch=cand.dispatch,
+        sub_array=cand.sub_array,
+        passes=passes,
     )
     vf = tuple(F for F, _ in fp) if v_full is None else tuple(int(x) for x in v_full)
     pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays)
@@ -511,7 +606,26 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
         "attention_speedup": att_dense / att,
         "psnr": psnr,
         "cosine": cosine,
+        **{f"qk_{k}_cycles": v for k, v in qk_cycle_budget(qk).items()},
     }
+
+
+@functools.lru_cache(maxsize=4)
+def _qk_passes(spec: WorkloadSpec, fp: tuple, accumulators, rows, cols, lookahead, order, window, issue, sub_array):
+    """:func:`kaleido.explore_model.qk_passes` of a head, cached: candidates
+    that differ only in how the passes reach the arrays share them."""
+    w = spec.load()
+    cfg = Candidate(
+        "passes",
+        "passes",
+        fp,
+        accumulators=accumulators,
+        rows=rows,
+        cols=cols,
+        arrays=16 // (rows * cols),
+        lookahead=lookahead,
+    ).config(w.split)
+    return qk_passes(w.q, w.k, w.grid, w.split, cfg, fp, order=order, issue=issue, window=window, sub_array=sub_array)
 
 
 def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
