@@ -81,6 +81,9 @@ __all__ = [
     "aggregate",
     "rank",
     "frontier",
+    "BUDGET_PARTS",
+    "cycle_budget",
+    "budget_table",
     "explore",
     "rerank",
     "merge",
@@ -863,6 +866,64 @@ def explore(
     return result
 
 
+BUDGET_PARTS = ("qk_work", "qk_issue", "qk_imbalance", "softmax", "pv")
+
+
+def cycle_budget(rows: list[dict], group: str = "tuning") -> dict:
+    """Where each candidate's whole-attention cycles go on ``group``, summed
+    over its heads, as fractions of the dense array's whole-attention
+    cycles (the same PE count): ``Q K^T``'s op bound (``qk_work``), its
+    beats beyond that (``qk_issue``: slots issued to PEs that do not need
+    them, one-beat idle phases), the busiest array beyond the average
+    (``qk_imbalance``; ``Q K^T``'s drain is counted there too), the softmax
+    and output scaler, ``P V``; ``total`` (their sum, 1 / speedup) and,
+    for reference, ``qk_dense`` and ``pv_dense``. Only rows measured with
+    the cycle budget (``qk_work_cycles``) count."""
+    sums: dict = {}
+    for r in rows:
+        if r["set"] != group or "qk_work_cycles" not in r:
+            continue
+        s = sums.setdefault(r["candidate"], dict.fromkeys((*BUDGET_PARTS, "qk_dense", "pv_dense", "dense"), 0.0))
+        s["qk_work"] += r["qk_work_cycles"]
+        s["qk_issue"] += r["qk_issue_cycles"]
+        s["qk_imbalance"] += r["qk_imbalance_cycles"] + r["qk_drain_cycles"]
+        s["softmax"] += r["softmax_cycles"]
+        s["pv"] += r["pv_cycles"]
+        s["qk_dense"] += r["qk_dense_cycles"]
+        s["pv_dense"] += r["pv_dense_cycles"]
+        s["dense"] += r["attention_dense_cycles"]
+    out = {}
+    for name, s in sums.items():
+        d = s.pop("dense")
+        out[name] = {k: v / d for k, v in s.items()}
+        out[name]["total"] = sum(out[name][k] for k in BUDGET_PARTS)
+    return out
+
+
+def budget_table(result: dict, group: str = "tuning") -> list[str]:
+    """Markdown: :func:`cycle_budget` of every candidate that has one."""
+    b = cycle_budget(result["rows"], group)
+    if not b:
+        return []
+    lines = [
+        "",
+        f"Where the cycles go ({group} set, summed over its heads; fractions of the dense array's whole-attention "
+        "cycles, so `total` = 1 / speedup and 2x needs `total` <= 50 %): Q K^T at its op bound (`work`), "
+        "its beats beyond the op bound (`issue`), the busiest array beyond the average and the drain "
+        "(`imbalance`), softmax and output scaler, P V (dense: `P V dense`).",
+        "",
+        "| candidate | Q K^T work | Q K^T issue | Q K^T imbalance | softmax | P V | total | Q K^T dense | P V dense |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(b, key=lambda n: b[n]["total"]):
+        x = b[name]
+        lines.append(
+            f"| {name} | {x['qk_work']:.1%} | {x['qk_issue']:.1%} | {x['qk_imbalance']:.1%} | {x['softmax']:.1%} | "
+            f"{x['pv']:.1%} | {x['total']:.1%} | {x['qk_dense']:.1%} | {x['pv_dense']:.1%} |"
+        )
+    return lines
+
+
 def _fmt_fp(th) -> str:
     th = [tuple(x) for x in th]
     return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
@@ -904,6 +965,7 @@ def summary(result: dict) -> list[str]:
             f"{t['qk_speedup']:.3f}x | {t['psnr_min']:.1f} dB | {held} | {t['qk_utilization']:.1%} | "
             f"{t['qk_op_reduction']:.1%} |"
         )
+    lines += budget_table(result)
     lines += ["", "Per head (tuning and held-out): thresholds used, speedups, PSNR.", ""]
     lines += [
         "| candidate | head | set | thresholds (t x y) | Q K^T | attention | PSNR |",

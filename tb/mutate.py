@@ -368,6 +368,13 @@ MUTANTS = [
         '"imbalance": max(t.array_beats) - min(t.array_beats),',
         "exploration timing",
     ),
+    Mutant(
+        "explore_budget_drain",
+        "kaleido/explore.py",
+        's["qk_imbalance"] += r["qk_imbalance_cycles"] + r["qk_drain_cycles"]',
+        's["qk_imbalance"] += r["qk_imbalance_cycles"]',
+        "exploration",
+    ),
     Mutant("explore_adaptive_floor", "kaleido/calibrate.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
     Mutant(
         "model_uniform_op_counts",

@@ -12,7 +12,18 @@ import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
-from kaleido.explore import DEFAULT, PAPER, SHAPES, Candidate, WorkloadSpec, measure, shape_candidates
+from kaleido.explore import (
+    BUDGET_PARTS,
+    DEFAULT,
+    PAPER,
+    SHAPES,
+    Candidate,
+    WorkloadSpec,
+    budget_table,
+    cycle_budget,
+    measure,
+    shape_candidates,
+)
 from kaleido.explore_model import (
     DISPATCHES,
     deal_passes,
@@ -181,3 +192,21 @@ def test_psnr_does_not_depend_on_the_shape():
     rows = [measure(small, c) for c in (DEFAULT, *[c for c in shape_candidates() if c.name.startswith("default")][:6])]
     assert len({r["psnr"] for r in rows}) == 1
     assert len({r["qk_cycles"] for r in rows}) > 1
+
+
+def test_attention_budget_is_one_over_speedup():
+    """The whole-attention budget adds up to the cycles over the dense
+    cycles, part by part (a part counted twice or left out breaks it)."""
+    small = dataclasses.replace(SMALL, grid=(2, 4, 4))
+    cand = next(c for c in shape_candidates() if c.name == "default 4x 2x2 queue")
+    rows = [{"candidate": c.name, "set": "tuning", **measure(small, c)} for c in (DEFAULT, cand)]
+    rows.append({"candidate": "old", "set": "tuning", "attention_cycles": 1})  # no budget: left out
+    b = cycle_budget(rows)
+    assert sorted(b) == sorted([DEFAULT.name, cand.name])
+    for r in rows[:2]:
+        x = b[r["candidate"]]
+        assert x["total"] == pytest.approx(r["attention_cycles"] / r["attention_dense_cycles"])
+        assert x["total"] == pytest.approx(sum(x[k] for k in BUDGET_PARTS))
+        assert x["qk_dense"] + x["pv_dense"] + x["softmax"] == pytest.approx(1.0)
+    lines = budget_table({"rows": rows})
+    assert any(line.startswith(f"| {cand.name} |") for line in lines)
