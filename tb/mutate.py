@@ -375,6 +375,13 @@ MUTANTS = [
         's["qk_imbalance"] += r["qk_imbalance_cycles"]',
         "exploration",
     ),
+    Mutant(
+        "explore_shape_cost_schedulers",
+        "kaleido/explore.py",
+        'b[f"scheduler {16 * rows}"] + b[f"scheduler {16 * cols}"]',
+        '2 * b[f"scheduler {16 * rows}"]',
+        "exploration",
+    ),
     Mutant("explore_adaptive_floor", "kaleido/calibrate.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
     Mutant(
         "model_uniform_op_counts",

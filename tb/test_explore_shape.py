@@ -13,6 +13,8 @@ import pytest
 
 from kaleido import KaleidoConfig
 from kaleido.explore import (
+    ARRAYS_PER_DISPATCHER,
+    BLOCK_TRANSISTORS,
     BUDGET_PARTS,
     DEFAULT,
     PAPER,
@@ -23,6 +25,7 @@ from kaleido.explore import (
     cycle_budget,
     measure,
     shape_candidates,
+    shape_transistors,
 )
 from kaleido.explore_model import (
     DISPATCHES,
@@ -210,3 +213,33 @@ def test_attention_budget_is_one_over_speedup():
         assert x["qk_dense"] + x["pv_dense"] + x["softmax"] == pytest.approx(1.0)
     lines = budget_table({"rows": rows})
     assert any(line.startswith(f"| {cand.name} |") for line in lines)
+
+
+def test_shape_transistors():
+    """The cost estimate: one 4x4 array is the array, its matcher and P V
+    dispatcher and an eighth of two detectors and two 64-string schedulers;
+    smaller arrays multiply the per-array blocks and shrink the schedulers."""
+    b = {k: 1000 * (i + 1) for i, k in enumerate(BLOCK_TRANSISTORS)}
+    one = shape_transistors(4, 4, 1, blocks=b)
+    shared = (2 * b["detector"] + 2 * b["scheduler 64"]) / ARRAYS_PER_DISPATCHER
+    assert one["total"] == b["array 4x4"] + b["matcher"] + b["pv_dispatcher 4x4"] + shared
+    assert one["ports"] == 8 and one["vs_dense"] == one["total"] / b["dense array 4x4"]
+    wide = shape_transistors(2, 4, 2, blocks=b)
+    assert wide["arrays"] == 2 * b["array 2x4"] and wide["pv_dispatchers"] == 2 * b["pv_dispatcher 2x4"]
+    assert wide["shared"] == (2 * b["detector"] + b["scheduler 32"] + b["scheduler 64"]) / ARRAYS_PER_DISPATCHER
+    split = shape_transistors(4, 4, 1, (2, 2), blocks=b)
+    assert (split["arrays"], split["matchers"], split["pv_dispatchers"], split["shared"], split["ports"]) == (
+        4 * b["array 2x2"],
+        4 * b["matcher"],
+        b["pv_dispatcher 4x4"],
+        shared,
+        16,
+    )
+    assert shape_transistors(1, 1, 16)["ports"] == 32
+    for rows, cols, arrays in [(4, 4, 1), *SHAPES]:
+        x = shape_transistors(rows, cols, arrays)
+        assert x["total"] == pytest.approx(sum(x[k] for k in ("arrays", "matchers", "pv_dispatchers", "shared")))
+    with pytest.raises(ValueError, match="16 PEs"):
+        shape_transistors(2, 2, 2)
+    with pytest.raises(ValueError, match="3x4"):
+        shape_transistors(4, 4, 1, (3, 4))
