@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kaleido import KaleidoConfig
+from kaleido.cli import main as cli_main
 from kaleido.explore import (
     ARRAYS_PER_DISPATCHER,
     BLOCK_TRANSISTORS,
@@ -243,3 +244,12 @@ def test_shape_transistors():
         shape_transistors(2, 2, 2)
     with pytest.raises(ValueError, match="3x4"):
         shape_transistors(4, 4, 1, (3, 4))
+
+
+def test_a_run_without_the_paper_prints_its_best(tmp_path, monkeypatch, capsys):
+    """``kaleido explore --candidate X`` without ``paper`` (as the shape
+    study's second run) finishes and reports X (it raised KeyError)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["explore", "--quick", "--candidate", "acc4", "--no-bounds", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "acc4: tuning attention" in out and "paper:" not in out
