@@ -46,7 +46,16 @@ import numpy as np
 
 from .calibrate import FLOOR, LADDER, search_thresholds
 from .config import KaleidoConfig
-from .explore_model import ISSUES, ORDERS, pv_timing, qk_timing, softmax_stage_cycles
+from .explore_model import (
+    DISPATCHES,
+    ISSUES,
+    ORDERS,
+    pv_timing,
+    qk_cycle_budget,
+    qk_passes,
+    qk_timing,
+    softmax_stage_cycles,
+)
 from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
 from .golden.windows import window_bound
 from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
@@ -63,6 +72,11 @@ __all__ = [
     "ADAPTIVE",
     "calibration_spec",
     "candidates",
+    "SHAPES",
+    "shape_candidates",
+    "BLOCK_TRANSISTORS",
+    "ARRAYS_PER_DISPATCHER",
+    "shape_transistors",
     "quick_candidates",
     "quality",
     "measure",
@@ -70,6 +84,9 @@ __all__ = [
     "aggregate",
     "rank",
     "frontier",
+    "BUDGET_PARTS",
+    "cycle_budget",
+    "budget_table",
     "explore",
     "rerank",
     "merge",
@@ -156,6 +173,10 @@ class Candidate:
     order: str = "lfsr"
     window: int | None = None
     issue: str = "array"
+    #: how passes reach several arrays (:data:`kaleido.explore_model.DISPATCHES`)
+    dispatch: str = "round-robin"
+    #: ``(r, c)``: each ``rows x cols`` pass split over ``r x c`` arrays in step
+    sub_array: tuple | None = None
     lookahead: int = 4
     adaptive: str | None = None
     #: dB above the floor a ``"group-calibrated"`` candidate chooses at
@@ -170,6 +191,15 @@ class Candidate:
             raise ValueError(f"order must be one of {ORDERS}, not {self.order!r}")
         if self.issue not in ISSUES:
             raise ValueError(f"issue must be one of {ISSUES}, not {self.issue!r}")
+        if self.dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch must be one of {DISPATCHES}, not {self.dispatch!r}")
+        if self.sub_array is not None:
+            r, c = self.sub_array
+            if self.issue != "array" or self.arrays != 1 or self.rows % r or self.cols % c:
+                raise ValueError(
+                    f"sub_array {r}x{c} splits one {self.rows}x{self.cols} array's passes (issue 'array'), "
+                    f"not {self.arrays} arrays with issue {self.issue!r}"
+                )
         if self.adaptive not in ADAPTIVE:
             raise ValueError(f"adaptive must be one of {ADAPTIVE}, not {self.adaptive!r}")
         if not isinstance(self.margin, (int, float)) or not 0 <= self.margin <= 20:
@@ -212,12 +242,23 @@ DEFAULT = Candidate(
     note="the default design, KaleidoConfig()",
 )
 
-_PE_AREA = "PE cells 1,545 (docs/SYNTH_TABLE.md)"
+_PE_AREA = "PE cells 1,790 with 4 accumulators, 1,545 with 3 (docs/SYNTH_TABLE.md, docs/SYNTH.md)"
 
 
 def candidates() -> list[Candidate]:
     """Every candidate of the full sweep."""
-    out = [PAPER, DEFAULT]
+    out = [
+        PAPER,
+        DEFAULT,
+        dataclasses.replace(
+            DEFAULT,
+            name="default V6",
+            family="v-threshold",
+            v_full=(6, 6, 6),
+            rtl="config",
+            note="the default design with P V's FULL threshold 6 (KaleidoConfig(F=6), the same group thresholds)",
+        ),
+    ]
     acc4_area = f"{_PE_AREA}; a fourth accumulator adds about 10 % (estimate: one 19-bit register and adder)"
     out.append(
         Candidate("acc4", "accumulators", accumulators=4, rtl="config", area=acc4_area, note="spec sec. 5 extension")
@@ -323,6 +364,7 @@ def candidates() -> list[Candidate]:
                 note="array count/shape at 16 PEs; P V dealt by query blocks (estimate)",
             )
         )
+    out += shape_candidates()
     greedy_area = "a batch-wide pass-aware scheduler (estimate: unit memory of a batch, 1,024 strings, vs 64)"
     for fp, acc in (((5, 3), 3), ((6, 4), 4)):
         out += [
@@ -459,6 +501,130 @@ def candidates() -> list[Candidate]:
     return out
 
 
+#: array shapes at 16 PEs besides one 4x4: (rows, cols, arrays)
+SHAPES = ((2, 4, 2), (4, 2, 2), (2, 2, 4), (1, 1, 16))
+
+_DISPATCH_NOTE = {
+    "round-robin": "passes dealt round-robin",
+    "queue": "each array takes the next pass from a shared pass queue when it is free",
+    "rows": "passes split statically by row group (array = row group mod arrays)",
+    "columns": "passes split statically by column group (array = column group mod arrays)",
+}
+
+
+def shape_candidates() -> list[Candidate]:
+    """Array shape and count at 16 PEs behind one dispatcher (issue 14),
+    with the default design's thresholds and with the paper's: every shape
+    of :data:`SHAPES` with every dispatch policy, and one 4x4 array's
+    passes split over arrays in step (``sub_array``). The paper's
+    round-robin shapes are the ``shape`` family's ``F5P3 acc3`` candidates."""
+    out = []
+    for base, tag in ((DEFAULT, "default"), (PAPER, "paper")):
+        for rows, cols, arrays in SHAPES:
+            for dispatch in DISPATCHES:
+                if base is PAPER and dispatch == "round-robin":
+                    continue
+                suffix = "" if dispatch == "round-robin" else f" {dispatch}"
+                out.append(
+                    dataclasses.replace(
+                        base,
+                        name=f"{tag} {arrays}x {rows}x{cols}{suffix}",
+                        family="shape",
+                        rows=rows,
+                        cols=cols,
+                        arrays=arrays,
+                        dispatch=dispatch,
+                        rtl="no",
+                        area=f"estimate: {arrays} arrays of {rows}x{cols}, a matcher and P V dispatcher each, "
+                        "one scheduler pair; docs/EXPLORATION.md, 'Array shape and count'",
+                        note=f"{tag} thresholds; {_DISPATCH_NOTE[dispatch]}",
+                    )
+                )
+            out.append(
+                dataclasses.replace(
+                    base,
+                    name=f"{tag} 4x4 split {rows}x{cols}",
+                    family="shape",
+                    sub_array=(rows, cols),
+                    rtl="no",
+                    area=f"estimate: {arrays} arrays of {rows}x{cols} with a matcher each, in step on one 4x4 "
+                    "pass stream; docs/EXPLORATION.md, 'Array shape and count'",
+                    note=f"{tag} thresholds; each 4x4 pass split by rows/columns over {arrays} {rows}x{cols} arrays "
+                    "that issue their own slots, the pass ends with the slowest",
+                )
+            )
+    return out
+
+
+#: transistors of the blocks an array shape is built from, measured with
+#: ``make synth``'s flow at ``KaleidoConfig()`` (docs/SYNTH_TABLE.md for the
+#: 4x4 entries; :func:`kaleido.synth.flow.synth_design` with the array shape
+#: overridden, no Fmax, for the others; docs/EXPLORATION.md). A scheduler's
+#: key is its window in strings (16 per unit of a pass side).
+BLOCK_TRANSISTORS = {
+    "array 4x4": 286_252,
+    "array 2x4": 142_690,
+    "array 4x2": 144_348,
+    "array 2x2": 70_436,
+    "array 1x1": 16_578,
+    "pv_dispatcher 4x4": 8_062,
+    "pv_dispatcher 2x4": 5_848,
+    "pv_dispatcher 4x2": 6_266,
+    "pv_dispatcher 2x2": 4_074,
+    "pv_dispatcher 1x1": 2_098,
+    "scheduler 64": 81_582,
+    "scheduler 32": 45_638,
+    "scheduler 16": 27_926,
+    "matcher": 4_200,
+    "detector": 20_674,
+    "dense array 4x4": 102_606,
+}
+
+#: arrays that share one pair of detectors and schedulers (docs/SYNTH.md, the paper's 8 per dispatcher)
+ARRAYS_PER_DISPATCHER = 8
+
+
+def shape_transistors(rows: int, cols: int, arrays: int, sub_array=None, blocks: dict | None = None) -> dict:
+    """An **estimate** of the transistors per 16 PEs of ``arrays`` arrays
+    of ``rows x cols`` behind one dispatcher (or, with ``sub_array=(r,
+    c)``, one ``rows x cols`` array's passes split over arrays of ``r x c``
+    in step), from measured blocks (:data:`BLOCK_TRANSISTORS`): every array
+    with its own matcher (its own slot stream) and P V dispatcher (one
+    ``rows x cols`` P V dispatcher for the arrays in step, whose P V pass is
+    the whole pass), and the share of 16 PEs of a dispatcher's two
+    detectors and two schedulers (Q side window ``16 rows``, K side ``16
+    cols``), which serve :data:`ARRAYS_PER_DISPATCHER` 16-PE groups. The
+    pass queue or static split that deals passes to the arrays is left out
+    (a counter and a comparator per array). ``ports``: operand words a beat
+    (row plus column operands of every array). Keys: ``arrays``,
+    ``matchers``, ``pv_dispatchers``, ``shared``, ``total``, ``ports``,
+    ``vs_dense`` (total over the dense 4x4 array)."""
+    b = BLOCK_TRANSISTORS if blocks is None else blocks
+    if sub_array is not None:
+        if arrays != 1:
+            raise ValueError(f"sub_array splits one array's passes, not {arrays} arrays'")
+        r, c = sub_array
+        if rows % r or cols % c:
+            raise ValueError(f"sub_array {r}x{c} must divide the {rows}x{cols} pass")
+        n, pvd = (rows // r) * (cols // c), b[f"pv_dispatcher {rows}x{cols}"]
+    else:
+        r, c, n = rows, cols, arrays
+        pvd = arrays * b[f"pv_dispatcher {rows}x{cols}"]
+    if r * c * n != 16:
+        raise ValueError(f"the estimate is per 16 PEs, not {n} x {r}x{c}")
+    shared = (2 * b["detector"] + b[f"scheduler {16 * rows}"] + b[f"scheduler {16 * cols}"]) / ARRAYS_PER_DISPATCHER
+    out = {
+        "arrays": n * b[f"array {r}x{c}"],
+        "matchers": n * b["matcher"],
+        "pv_dispatchers": pvd,
+        "shared": shared,
+        "ports": n * (r + c),
+    }
+    out["total"] = out["arrays"] + out["matchers"] + out["pv_dispatchers"] + out["shared"]
+    out["vs_dense"] = out["total"] / b["dense array 4x4"]
+    return out
+
+
 def quick_candidates() -> list[Candidate]:
     """A small subset (``--quick``, the report's fallback, the tests)."""
     names = {"paper", "acc4", "F6P4 acc4", "group t5 x6 y6 P4 acc4", "greedy F6P4 acc4", "adaptive uniform acc4"}
@@ -477,6 +643,18 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
     w = spec.load()
     fp = check_group_thresholds(thresholds)
     cfg = dataclasses.replace(cand, thresholds=fp).config(w.split)
+    passes = _qk_passes(
+        spec,
+        fp,
+        cand.accumulators,
+        cand.rows,
+        cand.cols,
+        cand.lookahead,
+        cand.order,
+        cand.window,
+        cand.issue,
+        cand.sub_array,
+    )
     qk = qk_timing(
         w.q,
         w.k,
@@ -488,6 +666,9 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
         issue=cand.issue,
         arrays=cand.arrays,
         window=cand.window,
+        dispatch=cand.dispatch,
+        sub_array=cand.sub_array,
+        passes=passes,
     )
     vf = tuple(F for F, _ in fp) if v_full is None else tuple(int(x) for x in v_full)
     pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays)
@@ -511,7 +692,26 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
         "attention_speedup": att_dense / att,
         "psnr": psnr,
         "cosine": cosine,
+        **{f"qk_{k}_cycles": v for k, v in qk_cycle_budget(qk).items()},
     }
+
+
+@functools.lru_cache(maxsize=4)
+def _qk_passes(spec: WorkloadSpec, fp: tuple, accumulators, rows, cols, lookahead, order, window, issue, sub_array):
+    """:func:`kaleido.explore_model.qk_passes` of a head, cached: candidates
+    that differ only in how the passes reach the arrays share them."""
+    w = spec.load()
+    cfg = Candidate(
+        "passes",
+        "passes",
+        fp,
+        accumulators=accumulators,
+        rows=rows,
+        cols=cols,
+        arrays=16 // (rows * cols),
+        lookahead=lookahead,
+    ).config(w.split)
+    return qk_passes(w.q, w.k, w.grid, w.split, cfg, fp, order=order, issue=issue, window=window, sub_array=sub_array)
 
 
 def measure(spec: WorkloadSpec, cand: Candidate, floor: float = FLOOR) -> dict:
@@ -749,6 +949,64 @@ def explore(
     return result
 
 
+BUDGET_PARTS = ("qk_work", "qk_issue", "qk_imbalance", "softmax", "pv")
+
+
+def cycle_budget(rows: list[dict], group: str = "tuning") -> dict:
+    """Where each candidate's whole-attention cycles go on ``group``, summed
+    over its heads, as fractions of the dense array's whole-attention
+    cycles (the same PE count): ``Q K^T``'s op bound (``qk_work``), its
+    beats beyond that (``qk_issue``: slots issued to PEs that do not need
+    them, one-beat idle phases), the busiest array beyond the average
+    (``qk_imbalance``; ``Q K^T``'s drain is counted there too), the softmax
+    and output scaler, ``P V``; ``total`` (their sum, 1 / speedup) and,
+    for reference, ``qk_dense`` and ``pv_dense``. Only rows measured with
+    the cycle budget (``qk_work_cycles``) count."""
+    sums: dict = {}
+    for r in rows:
+        if r["set"] != group or "qk_work_cycles" not in r:
+            continue
+        s = sums.setdefault(r["candidate"], dict.fromkeys((*BUDGET_PARTS, "qk_dense", "pv_dense", "dense"), 0.0))
+        s["qk_work"] += r["qk_work_cycles"]
+        s["qk_issue"] += r["qk_issue_cycles"]
+        s["qk_imbalance"] += r["qk_imbalance_cycles"] + r["qk_drain_cycles"]
+        s["softmax"] += r["softmax_cycles"]
+        s["pv"] += r["pv_cycles"]
+        s["qk_dense"] += r["qk_dense_cycles"]
+        s["pv_dense"] += r["pv_dense_cycles"]
+        s["dense"] += r["attention_dense_cycles"]
+    out = {}
+    for name, s in sums.items():
+        d = s.pop("dense")
+        out[name] = {k: v / d for k, v in s.items()}
+        out[name]["total"] = sum(out[name][k] for k in BUDGET_PARTS)
+    return out
+
+
+def budget_table(result: dict, group: str = "tuning") -> list[str]:
+    """Markdown: :func:`cycle_budget` of every candidate that has one."""
+    b = cycle_budget(result["rows"], group)
+    if not b:
+        return []
+    lines = [
+        "",
+        f"Where the cycles go ({group} set, summed over its heads; fractions of the dense array's whole-attention "
+        "cycles, so `total` = 1 / speedup and 2x needs `total` <= 50 %): Q K^T at its op bound (`work`), "
+        "its beats beyond the op bound (`issue`), the busiest array beyond the average and the drain "
+        "(`imbalance`), softmax and output scaler, P V (dense: `P V dense`).",
+        "",
+        "| candidate | Q K^T work | Q K^T issue | Q K^T imbalance | softmax | P V | total | Q K^T dense | P V dense |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(b, key=lambda n: b[n]["total"]):
+        x = b[name]
+        lines.append(
+            f"| {name} | {x['qk_work']:.1%} | {x['qk_issue']:.1%} | {x['qk_imbalance']:.1%} | {x['softmax']:.1%} | "
+            f"{x['pv']:.1%} | {x['total']:.1%} | {x['qk_dense']:.1%} | {x['pv_dense']:.1%} |"
+        )
+    return lines
+
+
 def _fmt_fp(th) -> str:
     th = [tuple(x) for x in th]
     return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
@@ -790,6 +1048,7 @@ def summary(result: dict) -> list[str]:
             f"{t['qk_speedup']:.3f}x | {t['psnr_min']:.1f} dB | {held} | {t['qk_utilization']:.1%} | "
             f"{t['qk_op_reduction']:.1%} |"
         )
+    lines += budget_table(result)
     lines += ["", "Per head (tuning and held-out): thresholds used, speedups, PSNR.", ""]
     lines += [
         "| candidate | head | set | thresholds (t x y) | Q K^T | attention | PSNR |",
@@ -930,7 +1189,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     agg = result["aggregate"]
     best = rank(agg, "tuning", require=tuple(result["sets"]))[0]
-    for name in dict.fromkeys(["paper", best]):
+    for name in dict.fromkeys(n for n in ("paper", best) if n in agg):
         t = agg[name]["tuning"]
         print(
             f"{name}: tuning attention {t['attention_speedup']:.3f}x, Q K^T {t['qk_speedup']:.3f}x, "

@@ -15,7 +15,13 @@ the last tile ``R + C`` cycles after the last beat) and the same need rule
 * the issue granularity: ``"array"`` (the RTL: a channel goes to every PE
   if any needs it) or ``"pe"`` (every PE streams only its own slots, the
   pass ends when the slowest PE is done: the bound of any row, column or
-  PE issue mask, with no RTL behind it).
+  PE issue mask, with no RTL behind it), or ``sub_array=(r, c)``: the
+  ``R x C`` pass split by rows and columns over ``r x c`` arrays that
+  each stream their own slots and stay in step pass by pass;
+* how the passes reach several arrays behind one dispatcher
+  (:data:`DISPATCHES`, :func:`deal_passes`): dealt round-robin (the
+  model's ``arrays``), taken from a shared pass queue by whichever array
+  is free first, or split statically by row group or column group.
 
 With the paper's settings it equals :func:`kaleido.model.run_model` cycle
 for cycle (``tb/test_explore.py`` checks it), so the RTL-backed candidates
@@ -27,6 +33,7 @@ group and its query blocks dealt to the arrays.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 
 import numpy as np
@@ -46,9 +53,14 @@ from .model import group_masks, need_table, output_scaler_cycles, softmax_cycles
 __all__ = [
     "ORDERS",
     "ISSUES",
+    "DISPATCHES",
     "QkTiming",
     "match_slots",
     "pass_beats",
+    "qk_passes",
+    "deal_passes",
+    "check_sub_array",
+    "qk_cycle_budget",
     "qk_timing",
     "pv_timing",
     "softmax_stage_cycles",
@@ -57,6 +69,9 @@ __all__ = [
 
 ORDERS = ("queue", "lfsr", "greedy")
 ISSUES = ("array", "pe")
+
+#: how passes reach the arrays behind one dispatcher (:func:`deal_passes`)
+DISPATCHES = ("round-robin", "queue", "rows", "columns")
 
 #: lanes of the softmax unit and output scaler in every candidate (the 4x4
 #: array's: one per column); the same unit serves the dense baseline, so it
@@ -74,23 +89,51 @@ def match_slots(needs: np.ndarray, lookahead: int, matcher: bool = True) -> np.n
     return golden_match_slots(needs, lookahead)
 
 
+def check_sub_array(sub_array, config: KaleidoConfig) -> tuple[int, int]:
+    """``sub_array`` as ``(r, c)``: positive integers dividing the
+    configuration's ``(array_rows, array_cols)``."""
+    R, C = config.array_rows, config.array_cols
+    if (
+        not isinstance(sub_array, (tuple, list))
+        or len(sub_array) != 2
+        or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 1 for x in sub_array)
+    ):
+        raise TypeError(f"sub_array must be two positive integers (rows, columns), not {sub_array!r}")
+    r, c = int(sub_array[0]), int(sub_array[1])
+    if R % r or C % c:
+        raise ValueError(f"sub_array {r}x{c} must divide the {R}x{C} pass")
+    return r, c
+
+
 def pass_beats(
-    tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True, issue: str = "array"
+    tq: np.ndarray,
+    tk: np.ndarray,
+    config: KaleidoConfig,
+    *,
+    matcher: bool = True,
+    issue: str = "array",
+    sub_array=None,
 ) -> tuple[np.ndarray, list[int], list[int]]:
     """Beats of every pass of one batch, int64 ``(row groups, column
     groups)``, from the row and column units' tags in pass order, and the
     beats and slots of each phase summed over the passes. ``issue`` in
-    :data:`ISSUES`."""
+    :data:`ISSUES`; ``sub_array=(r, c)`` (with ``issue="array"``): the pass's
+    ``r x c`` blocks each issue their own slots and a phase lasts as long as
+    its slowest block's (``(1, 1)`` is ``issue="pe"``, ``(R, C)`` the
+    RTL)."""
     if issue not in ISSUES:
         raise ValueError(f"issue must be one of {ISSUES}, not {issue!r}")
     R, C = config.array_rows, config.array_cols
+    if sub_array is not None and issue != "array":
+        raise ValueError(f"sub_array {sub_array!r} needs issue='array', not {issue!r}")
+    gr, gc = (1, 1) if issue == "pe" else (check_sub_array(sub_array, config) if sub_array is not None else (R, C))
     table = need_table(config.accumulators)
-    if issue == "array":
+    if (gr, gc) == (R, C):
         qm, km = group_masks(tq, R), group_masks(tk, C)
     else:
-        qm, km = group_masks(tq, 1), group_masks(tk, 1)
-        qm = np.concatenate([qm, np.zeros((-len(qm) % R, qm.shape[1]), np.uint8)])
-        km = np.concatenate([km, np.zeros((-len(km) % C, km.shape[1]), np.uint8)])
+        qm, km = group_masks(tq, gr), group_masks(tk, gc)
+        qm = np.concatenate([qm, np.zeros((-len(qm) % (R // gr), qm.shape[1]), np.uint8)])
+        km = np.concatenate([km, np.zeros((-len(km) % (C // gc), km.shape[1]), np.uint8)])
     Gr, Gc = -(-len(tq) // R), -(-len(tk) // C)
     beats = np.zeros((Gr, Gc), dtype=np.int64)
     phase_beats, phase_slots = [0, 0, 0, 0], [0, 0, 0, 0]
@@ -100,8 +143,8 @@ def pass_beats(
         for r0 in range(0, len(qm), step):
             needs = table[phase][qm[r0 : r0 + step, None, :], km[None, :, :]]
             slots[r0 : r0 + step] = match_slots(needs, config.lookahead, matcher)
-        if issue == "pe":
-            slots = slots.reshape(Gr, R, Gc, C).max(axis=(1, 3))
+        if (gr, gc) != (R, C):
+            slots = slots.reshape(Gr, R // gr, Gc, C // gc).max(axis=(1, 3))
         b = np.maximum(slots, 1)
         beats += b
         phase_beats[phase] += int(b.sum())
@@ -123,10 +166,93 @@ class QkTiming:
     ops: dict
     utilization: float
     passes: int
+    #: beats (idle beats included) of each array, for the cycle budget
+    array_beats: list = dataclasses.field(default_factory=list)
+    #: cycles from the last beat to the last tile (and the pass gap's one)
+    drain: int = 0
+    PEs: int = 16
 
     @property
     def speedup(self) -> float:
         return self.dense_cycles / self.cycles
+
+
+def deal_passes(beats: np.ndarray, loads: np.ndarray, first: tuple[int, int, int], dispatch: str) -> None:
+    """Add one batch's passes (``beats``, ``(row groups, column groups)``,
+    row group outer, column group inner) to the arrays' ``loads`` (int64,
+    one per array, changed in place). ``first``: the passes, row groups and
+    column groups of the batches before. ``dispatch`` in :data:`DISPATCHES`:
+
+    * ``"round-robin"``: pass ``k`` (counted over the head) to array ``k mod
+      arrays`` (:func:`kaleido.model.run_model`'s ``arrays``);
+    * ``"queue"``: every pass, in order, to the array that is free first
+      (the least loaded, ties to the lowest index): a shared pass queue;
+    * ``"rows"`` / ``"columns"``: row group (column group) ``g``, counted
+      over the head, to array ``g mod arrays``: a static split of the passes
+      by rows (each array keeps its rows of Q for the batch) or by columns.
+    """
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {DISPATCHES}, not {dispatch!r}")
+    arrays = len(loads)
+    n_pass, n_row, n_col = first
+    Gr, Gc = beats.shape
+    flat = beats.ravel()
+    if dispatch == "queue":
+        heap = [(int(x), k) for k, x in enumerate(loads)]
+        heapq.heapify(heap)
+        for b in flat.tolist():
+            load, k = heap[0]
+            heapq.heapreplace(heap, (load + b, k))
+        for load, k in heap:
+            loads[k] = load
+        return
+    if dispatch == "round-robin":
+        idx = (n_pass + np.arange(flat.size)) % arrays
+    elif dispatch == "rows":
+        idx = np.repeat((n_row + np.arange(Gr)) % arrays, Gc)
+    else:
+        idx = np.tile((n_col + np.arange(Gc)) % arrays, Gr)
+    loads += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
+
+
+def qk_passes(
+    Q,
+    K,
+    grid,
+    split,
+    config: KaleidoConfig,
+    thresholds,
+    *,
+    order: str = "lfsr",
+    matcher: bool = True,
+    issue: str = "array",
+    window: int | None = None,
+    sub_array=None,
+) -> tuple[list, list]:
+    """The beats of every pass of one head's ``Q K^T``, one int64 array
+    ``(row groups, column groups)`` per batch in loop-nest order (before
+    any dispatch), and the beats of each phase: what :func:`qk_timing`
+    deals to the arrays (arguments as there)."""
+    grid, split = check_qk(Q, K, grid, split)
+    fp = check_group_thresholds(thresholds)
+    R, C = config.array_rows, config.array_cols
+    qcls = grouped_follower_classes(Q, grid, split, fp)
+    kcls = grouped_follower_classes(K, grid, split, fp)
+    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    phase_beats = [0, 0, 0, 0]
+    out = []
+    for batch in batches(config, grid, split):
+        tq, tk = unit_tags(batch.units, qcls, batch.channels), unit_tags(batch.units, kcls, batch.channels)
+        if order == "lfsr":
+            perm_r, state["row"] = unit_order(tq, config, "row", state["row"])
+            perm_c, state["column"] = unit_order(tk, config, "column", state["column"])
+            tq, tk = tq[perm_r], tk[perm_c]
+        elif order == "greedy":
+            tq, tk = tq[pass_aware_order(tq, R, window)], tk[pass_aware_order(tk, C, window)]
+        beats, pb, _ = pass_beats(tq, tk, config, matcher=matcher, issue=issue, sub_array=sub_array)
+        phase_beats = [a + b for a, b in zip(phase_beats, pb, strict=True)]
+        out.append(beats)
+    return out, phase_beats
 
 
 def qk_timing(
@@ -143,11 +269,19 @@ def qk_timing(
     arrays: int = 1,
     pass_gap: int = 0,
     window: int | None = None,
+    dispatch: str = "round-robin",
+    sub_array=None,
+    passes: tuple[list, list] | None = None,
 ) -> QkTiming:
     """Model one head's ``Q K^T`` (see module doc). ``thresholds``: three
     ``(F, P)`` pairs (t, x, y) or one, default the configuration's
     (``config.thresholds``);
-    ``window``: the greedy order's window in units (default the batch)."""
+    ``window``: the greedy order's window in units (default the batch);
+    ``dispatch``: how passes reach the ``arrays`` (:func:`deal_passes`);
+    ``sub_array=(r, c)``: each ``R x C`` pass split over ``r x c`` arrays
+    in step (:func:`pass_beats`; they drain as ``r x c`` arrays);
+    ``passes``: :func:`qk_passes` of the same head and settings, if already
+    computed (the dispatch policies share them)."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     fp = check_group_thresholds(cfg.thresholds if thresholds is None else thresholds)
@@ -157,29 +291,26 @@ def qk_timing(
         raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
     if not isinstance(pass_gap, int) or pass_gap < 0:
         raise ValueError(f"pass_gap must be a non-negative integer, not {pass_gap!r}")
+    if dispatch not in DISPATCHES:
+        raise ValueError(f"dispatch must be one of {DISPATCHES}, not {dispatch!r}")
     R, C = cfg.array_rows, cfg.array_cols
-    qcls = grouped_follower_classes(Q, grid, split, fp)
-    kcls = grouped_follower_classes(K, grid, split, fp)
-    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    sub = None if sub_array is None else check_sub_array(sub_array, cfg)
+    if passes is None:
+        passes = qk_passes(
+            Q, K, grid, split, cfg, fp, order=order, matcher=matcher, issue=issue, window=window, sub_array=sub
+        )
+    batch_beats, phase_beats = passes
     per_array = np.zeros(arrays, dtype=np.int64)
-    phase_beats = [0, 0, 0, 0]
-    n_pass = 0
-    for batch in batches(cfg, grid, split):
-        tq, tk = unit_tags(batch.units, qcls, batch.channels), unit_tags(batch.units, kcls, batch.channels)
-        if order == "lfsr":
-            perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
-            perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
-            tq, tk = tq[perm_r], tk[perm_c]
-        elif order == "greedy":
-            tq, tk = tq[pass_aware_order(tq, R, window)], tk[pass_aware_order(tk, C, window)]
-        beats, pb, _ = pass_beats(tq, tk, cfg, matcher=matcher, issue=issue)
-        phase_beats = [a + b for a, b in zip(phase_beats, pb, strict=True)]
-        flat = beats.ravel() + pass_gap
-        idx = (n_pass + np.arange(flat.size)) % arrays
-        per_array += np.bincount(idx, weights=flat, minlength=arrays).astype(np.int64)
-        n_pass += flat.size
+    n_pass = n_row = n_col = 0
+    for beats in batch_beats:
+        deal_passes(beats + pass_gap, per_array, (n_pass, n_row, n_col), dispatch)
+        n_pass += beats.size
+        n_row += beats.shape[0]
+        n_col += beats.shape[1]
     n_tok, d = Q.shape
-    cycles = int(per_array.max()) + (1 if pass_gap else 0) + tile_latency(R - 1, C - 1)
+    dr, dc = (R, C) if sub is None else sub
+    drain = (1 if pass_gap else 0) + tile_latency(dr - 1, dc - 1)
+    cycles = int(per_array.max()) + drain
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
     hq = class_histograms_grouped(Q, grid, split, fp)
     hk = class_histograms_grouped(K, grid, split, fp)
@@ -195,7 +326,35 @@ def qk_timing(
         ops=ops,
         utilization=ops["hw"] / (2 * R * C * beats_total) if beats_total else 0.0,
         passes=n_pass,
+        array_beats=per_array.tolist(),
+        drain=drain,
+        PEs=R * C * arrays,
     )
+
+
+def qk_cycle_budget(t: QkTiming) -> dict:
+    """Where a ``Q K^T``'s cycles go, in cycles of the whole machine (its
+    ``PEs``, two nibble multiplies each a beat), summing to ``t.cycles``:
+
+    * ``work``: the hardware's nibble multiplies at two per PE a cycle
+      (``ops["hw"] / (2 PEs)``, the op bound);
+    * ``issue``: the arrays' beats beyond that (slots issued to PEs that do
+      not need them, phases of one idle beat, pass gaps), averaged over
+      the arrays;
+    * ``imbalance``: the busiest array's beats beyond the average;
+    * ``drain``: the last tile's latency (and the pass gap's cycle).
+
+    ``dense_work`` is the dense array's ``ops["dense"] / (2 PEs)``."""
+    arrays = len(t.array_beats)
+    work = t.ops["hw"] / (2 * t.PEs)
+    mean = sum(t.array_beats) / arrays
+    return {
+        "work": work,
+        "issue": mean - work,
+        "imbalance": max(t.array_beats) - mean,
+        "drain": t.drain,
+        "dense_work": t.ops["dense"] / (2 * t.PEs),
+    }
 
 
 def pv_timing(V, grid, split, config: KaleidoConfig | None = None, v_full=None, *, arrays: int = 1) -> dict:

@@ -1117,7 +1117,14 @@ def exploration(rep, plt):
             drawstyle="steps-pre",
             label="frontier",
         )
-        for name, style, tag in (("paper", "r*", "paper"), (best, "g*", f"best at {FLOOR:g} dB: {best}")):
+        marks = [
+            ("paper", "r*", "paper"),
+            ("default", "b*", "default design"),
+            (best, "g*", f"best at {FLOOR:g} dB: {best}"),
+        ]
+        for name, style, tag in marks:
+            if name not in agg:
+                continue
             a = agg[name]["tuning"]
             ax.plot([min(a["psnr_min"], 70.0)], [a[key]], style, ms=12, label=tag)
         ax.axvline(FLOOR, color="k", lw=0.8, ls="--")
@@ -1132,7 +1139,7 @@ def exploration(rep, plt):
     fig.savefig(os.path.join(rep.out, "exploration_frontier.png"), dpi=110)
     plt.close(fig)
     top = [n for n in ranking[:6]]
-    shown = list(dict.fromkeys(["paper", *top]))
+    shown = list(dict.fromkeys(["paper", *(["default"] if "default" in agg else []), *top]))
 
     def cell(n, group):
         a = agg[n].get(group)
