@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
-SIM    ?= icarus
+SIM    ?=
 
 .PHONY: help setup lock test test-fast verilog sim rtl soak formal mutate synth chip bench sweep tables report explore scalesim-venv capture-venv clean
 
@@ -14,7 +14,8 @@ help:
 	@echo "make test       run the whole default test suite (bootstraps .venv on a fresh clone)"
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
-	@echo "make sim        engine demo: one synthetic head on SIM=icarus (default) or SIM=verilator, S checked"
+	@echo "make sim        the attention core on a 1,024-token head (SIM=verilator, the default, or SIM=icarus): O checked"
+	@echo "                bit for bit, cycles against the model and the dense core -> build/sim/result.json (WAVES=1)"
 	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes a waveform (FST; VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
@@ -62,11 +63,11 @@ verilog: $(STAMP)
 # the engine demo; DEMO_ARGS passes more options (--grid, --split, --batch, --preset, --seed)
 WAVES ?= 0
 sim: $(STAMP)
-	$(PY) -m kaleido.tb.demo --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves,) $(DEMO_ARGS)
+	$(PY) -m kaleido.tb.demo $(if $(SIM),--sim $(SIM),) $(if $(filter 1,$(WAVES)),--waves,) $(DEMO_ARGS)
 
 # -s shows cocotb's own PASS/FAIL summary table for every testbench
 rtl: $(STAMP)
-	$(PY) -m pytest -s -m rtl -k "$(SIM)" tb
+	$(PY) -m pytest -s -m rtl -k "$(or $(SIM),icarus)" tb
 
 SOAK_CYCLES ?= 1000000
 soak: $(STAMP)

@@ -23,6 +23,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_qkv
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from ._common import as_config
 from .engine import KaleidoEngine
@@ -31,13 +32,32 @@ from .pv_tile import PvTile, channel_blocks
 from .softmax import OutputScaler, TileSoftmax, default_acc_width
 from .tile_feeder import TileFeeder
 
-__all__ = ["KaleidoAttentionCore", "head_layout", "write_request_layout", "check_core"]
+__all__ = ["KaleidoAttentionCore", "head_layout", "write_request_layout", "check_core", "check_core_input"]
 
 
 def check_core(config: KaleidoConfig, core: CoreConfig) -> None:
     """A token row of Q, K and V must be whole read beats."""
     if config.d % core.port_bytes:
         raise ValueError(f"d = {config.d} must be a multiple of port_bytes = {core.port_bytes}")
+
+
+def check_core_input(Q, K, V, grid, split, config: KaleidoConfig, core: CoreConfig) -> tuple:
+    """Reject a head the core built for ``(config, core)`` cannot take,
+    before anything is built or simulated: Q, K, V not int8 ``(N, d)`` of
+    one shape, a grid that does not hold ``N`` tokens, a split that is not
+    ``d``'s or not the configuration's, ``N`` beyond ``core.max_tokens``.
+    Returns ``(grid, split)``."""
+    import numpy as np
+
+    config = as_config(config)
+    check_core(config, core)
+    grid, split = check_qkv(np.asarray(Q), np.asarray(K), np.asarray(V), grid, split)
+    n = grid[0] * grid[1] * grid[2]
+    if n > core.max_tokens:
+        raise ValueError(f"the head has {n} tokens; the core addresses at most {core.max_tokens} (max_tokens)")
+    if tuple(split) != tuple(config.split):
+        raise ValueError(f"split {tuple(split)!r} is not the core's split {tuple(config.split)!r}")
+    return grid, split
 
 
 def head_layout(core: CoreConfig, fmt: SoftmaxFormat) -> data.StructLayout:

@@ -1,12 +1,15 @@
-"""``make sim``: the engine demo. Builds :class:`KaleidoEngine` for a small
-synthetic video head, runs it under cocotb on the chosen simulator, checks
-``S`` against ``reuse_scores`` and prints the measured cycles, the dense
-array's cycles and the speedup.
+"""``make sim``: the attention core demo. Builds
+:class:`~kaleido.hdl.core.KaleidoAttentionCore` with a synthetic video head
+in its memory model, runs the head on the chosen simulator (the testbench
+only starts it and waits for ``busy`` to fall: ``tb/cocotb_core.py``),
+checks O bit for bit against the tiled golden model and prints the core's
+cycles, the cycle model's, those of the same core with reuse switched off
+(the dense core) and the speedup. Writes ``build/sim/result.json``.
 
-``python -m kaleido.tb.demo [--sim icarus|verilator] [--grid T,H,W]
-[--preset NAME] [--split a,b,c] [--batch B] [--seed S] [--waves]``;
-the default is the HunyuanVideo split (16, 56, 56) at BATCH 16 on a
-2x4x4 grid (about 1.5 min on Icarus including the build).
+``python -m kaleido.tb.demo [--sim verilator|icarus] [--grid T,H,W]
+[--preset hunyuan|wan] [--seed S] [--tile t,y,x] [--port-bytes B]
+[--latency L] [--waves]``; the default is a 1,024-token HunyuanVideo head
+(grid 4x16x16, split 16/56/56) on Verilator.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import argparse
 import json
 import pathlib
 import sys
+import time
+
+import numpy as np
 
 from kaleido.checks import check_grid
-from kaleido.config import add_config_arguments, config_from_args
-from kaleido.hdl.engine import check_engine
-from kaleido.tb.runner import SIMULATORS, run_cocotb
+from kaleido.tb.runner import SIMULATORS
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:
@@ -29,70 +33,98 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
         raise SystemExit(f"error: {what} must be comma-separated integers, not {text!r}") from None
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Kaleido engine demo (cocotb)")
-    ap.add_argument("--sim", default="icarus", help=f"one of {', '.join(SIMULATORS)}")
-    ap.add_argument("--grid", default="2,4,4", help="T,H,W of the latent grid (an elaboration parameter)")
-    add_config_arguments(ap, ("batch",))
-    ap.add_argument("--split", default=None, help="d_t,d_x,d_y instead of the preset's split")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument(
-        "--thresholds",
-        default=None,
-        metavar="FILE|Ft,Pt,Fx,Px,Fy,Py",
-        help="the head's per-group thresholds on the engine's run-time port: a kaleido calibrate JSON or six "
-        "integers (default: the design's)",
-    )
-    ap.add_argument(
-        "--waves",
-        action="store_true",
-        help="write a waveform into the build directory (FST on Icarus, VCD on Verilator)",
-    )
-    args = ap.parse_args(argv)
-    out = pathlib.Path("build") / "sim" / f"demo_{args.sim}.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
-    if args.sim not in SIMULATORS:
-        raise SystemExit(f"error: --sim must be one of {SIMULATORS}, not {args.sim!r}")
-    try:
-        grid = check_grid(_ints(args.grid, "--grid"))
-        cfg = config_from_args(args)
-        if args.split:
-            cfg = cfg.replace(split=_ints(args.split, "--split"))
-        check_engine(cfg, grid)
-        env = {"KALEIDO_SEED": str(args.seed), "KALEIDO_DEMO_OUT": str(out.resolve())}
-        if args.thresholds is not None:
-            from kaleido.calibrate import load_thresholds
+def dense_config(config):
+    """The same core with reuse switched off: no pair is ever FULL or
+    PARTIAL (thresholds 9 on Q K^T, FULL threshold 9 on V)."""
+    return config.replace(F=9, P=9, group_thresholds=((9, 9),) * 3)
 
-            env["KALEIDO_THRESHOLDS"] = json.dumps(load_thresholds(args.thresholds))
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Kaleido attention core demo (cocotb)")
+    ap.add_argument(
+        "--sim", default="verilator", help=f"one of {', '.join(SIMULATORS)} (default: verilator, the faster)"
+    )
+    ap.add_argument("--grid", default="4,16,16", help="T,H,W of the head's latent grid (default 4,16,16: 1,024 tokens)")
+    ap.add_argument("--preset", default="hunyuan", help="the channel split: hunyuan (16,56,56) or wan (44,42,42)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tile", default=None, help="t,y,x of a tile (default: CoreConfig's 2,4,8)")
+    ap.add_argument("--port-bytes", type=int, default=None, help="read port width in bytes (default 16)")
+    ap.add_argument("--latency", type=int, default=None, help="memory latency in cycles (default 32)")
+    ap.add_argument("--waves", action="store_true", help="write a waveform into the build directory")
+    args = ap.parse_args(argv)
+    from kaleido.config import PRESETS, CoreConfig, KaleidoConfig
+    from kaleido.golden.core import core_attention
+    from kaleido.golden.workloads import synthetic_video
+    from kaleido.hdl.core import check_core_input
+    from kaleido.model import core_cycles
+    from kaleido.tb.core_io import run_core
+
+    out_dir = pathlib.Path("build") / "sim"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result_path = out_dir / "result.json"
+    result_path.unlink(missing_ok=True)
+    try:
+        if args.sim not in SIMULATORS:
+            raise ValueError(f"--sim must be one of {SIMULATORS}, not {args.sim!r}")
+        if args.preset not in PRESETS:
+            raise ValueError(f"--preset must be one of {sorted(PRESETS)}, not {args.preset!r}")
+        grid = check_grid(_ints(args.grid, "--grid"))
+        config = KaleidoConfig(split=PRESETS[args.preset]["split"])
+        fields = {}
+        if args.tile:
+            fields["tile"] = _ints(args.tile, "--tile")
+        if args.port_bytes is not None:
+            fields["port_bytes"] = args.port_bytes
+        if args.latency is not None:
+            fields["mem_latency"] = args.latency
+        core = CoreConfig(**fields)
+        n = int(np.prod(grid))
+        if n > core.max_tokens:  # before making the head's tensors
+            raise ValueError(f"the head has {n} tokens; the core addresses at most {core.max_tokens} (max_tokens)")
+        w = synthetic_video(args.preset, grid, "slow", args.seed)
+        check_core_input(w.q, w.k, w.v, grid, config.split, config, core)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
-    print(
-        f"building the engine for grid {grid}, split {cfg.split}, batch {cfg.batch} on {args.sim} "
-        "(the first build of a configuration takes a while; later runs reuse it)",
-        flush=True,
+    print(f"head: {n} tokens (grid {grid}), split {config.split}, tile {core.tile}, seed {args.seed}", flush=True)
+    t0 = time.time()
+    ref, _ = core_attention(
+        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
     )
-    res = run_cocotb(
-        args.sim,
-        "engine",
-        cfg,
-        "kaleido.tb.cocotb_engine",
-        testcase="demo",
-        grid=grid,
-        waves=args.waves,
-        extra_env=env,
-    )
-    if out.exists():
-        print(out.read_text(), end="")
+    model = core_cycles(w.q, w.k, w.v, grid, config, core)
+    dense = core_cycles(w.q, w.k, w.v, grid, dense_config(config), core)
+    print(f"golden model and cycle model: {time.time() - t0:.1f} s", flush=True)
+    print(f"building and running the core on {args.sim} (a first build takes a few minutes)", flush=True)
+    res = run_core(args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves)
+    if res["failed"] or "o" not in res:
+        print(f"the simulation FAILED, see {res['build_dir']}", file=sys.stderr)
+        return 1
+    exact = bool(np.array_equal(res["o"], ref))
+    result = {
+        "tokens": n,
+        "grid": list(grid),
+        "split": list(config.split),
+        "simulator": args.sim,
+        "bit_exact": exact,
+        "cycles": res["cycles"],
+        "model_cycles": model,
+        "dense_cycles": dense,
+        "speedup": round(dense / res["cycles"], 4),
+        "sim_cycles_per_s": round(res["cycles"] / res["seconds"]),
+        "sim_seconds": round(res["seconds"], 2),
+    }
+    result_path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  O bit-exact against the golden model: {'yes' if exact else 'NO'}")
+    print(f"  core cycles      {res['cycles']:>12,}")
+    print(f"  model cycles     {model:>12,}  ({'equal' if model == res['cycles'] else 'DIFFERENT'})")
+    print(f"  dense core       {dense:>12,}  (the same core with reuse off)")
+    print(f"  speedup          {dense / res['cycles']:>12.3f}x")
+    print(f"  simulated at {result['sim_cycles_per_s']:,} cycles/s; {result_path}")
     if args.waves:
         waves = sorted(pathlib.Path(res["build_dir"]).glob("*.fst")) + sorted(
             pathlib.Path(res["build_dir"]).glob("*.vcd")
         )
         print(f"  waveform: {waves[0] if waves else 'not written (see ' + res['build_dir'] + ')'}")
-    if res["failed"] or res["tests"] != 1:
-        print(f"demo FAILED ({res['failed']} of {res['tests']} tests), see {res['build_dir']}", file=sys.stderr)
-        return 1
-    return 0
+    return 0 if exact and model == res["cycles"] else 1
 
 
 if __name__ == "__main__":

@@ -99,3 +99,51 @@ def test_core_fast_path(sim):
     )
     assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
     assert res["cycles"] == core_cycles(Q, K, V, grid, config, core), f"seed {SEED}"
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--grid", "0,4,4"], r"at least 1, not \(0, 4, 4\)"),
+        (["--grid", "64,32,32"], r"65536 tokens; the core addresses at most 32768"),
+        (["--grid", "2,4,x"], r"--grid must be comma-separated integers, not '2,4,x'"),
+        (["--preset", "sora"], r"--preset must be one of \['hunyuan', 'wan'\], not 'sora'"),
+        (["--sim", "xcelium"], r"--sim must be one of \('icarus', 'verilator'\), not 'xcelium'"),
+        (["--tile", "2,3,8"], r"tile must be three even extents >= 2"),
+        (["--port-bytes", "48"], r"d = 128 must be a multiple of port_bytes = 48"),
+        (["--latency", "0"], r"mem_latency must be a positive integer, not 0"),
+    ],
+)
+def test_demo_rejects_bad_arguments(argv, match):
+    """``make sim`` with a bad grid, preset, simulator, tile or port stops
+    with a message naming the value, before anything is emitted or built."""
+    from kaleido.tb.demo import main as demo
+
+    with pytest.raises(SystemExit, match=match):
+        demo(argv)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda q, k, v, g: (q.astype(np.int16), k, v, g), r"Q must have dtype int8, not int16"),
+        (lambda q, k, v, g: (q, k, v[:-1], g), r"V must have the shape of Q"),
+        (lambda q, k, v, g: (q, k, v, (2, 2, 2)), r"grid"),
+        (lambda q, k, v, g: (q[:, :-1], k[:, :-1], v[:, :-1], g), r"split"),
+    ],
+)
+def test_core_input_is_checked(change, match):
+    """A head the core cannot take is rejected with a message naming the
+    value: dtype, shapes, a grid that does not hold the tokens, a split
+    that is not d's; and N beyond ``max_tokens``."""
+    from kaleido.hdl.core import check_core_input
+
+    grid, split = (2, 2, 4), (4, 4, 4)
+    config = KaleidoConfig(split=split, batch=4)
+    core = CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=64)
+    Q, K, V, _ = core_head(grid, split, SEED)
+    q, k, v, g = change(Q, K, V, grid)
+    with pytest.raises((ValueError, TypeError), match=match):
+        check_core_input(q, k, v, g, split, config, core)
+    with pytest.raises(ValueError, match="the core addresses at most 8"):
+        check_core_input(Q, K, V, grid, split, config, CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=8))

@@ -273,27 +273,6 @@ def test_icarus_time0_fix(tmp_path):
     assert open(path).read() == after
 
 
-@pytest.mark.parametrize(
-    "argv, match",
-    [
-        (["--grid", "0,4,4"], r"at least 1, not \(0, 4, 4\)"),
-        (["--grid", "16,16,16"], r"4096 tokens; the engine elaborates at most 1024"),
-        (["--grid", "2,4,x"], r"--grid must be comma-separated integers, not '2,4,x'"),
-        (["--split", "4,7"], r"split must be three integers"),
-        (["--batch", "0"], r"batch must be at least 1, not 0"),
-        (["--sim", "xcelium"], r"--sim must be one of \('icarus', 'verilator'\), not 'xcelium'"),
-        (["--thresholds", "5,6"], r"thresholds must satisfy P <= F, not F=5, P=6"),
-    ],
-)
-def test_demo_rejects_bad_arguments(argv, match):
-    """``make sim`` with a bad grid, split, batch or simulator stops with a
-    message naming the value, before anything is emitted or built."""
-    from kaleido.tb.demo import main as demo
-
-    with pytest.raises(SystemExit, match=match):
-        demo(argv)
-
-
 def test_engine_two_heads_one_instance(seed):
     """Two heads back to back through one engine in the Amaranth simulator:
     the second is exact and takes the model's cycles, so nothing (the
