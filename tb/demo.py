@@ -70,7 +70,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--preset must be one of {sorted(PRESETS)}, not {args.preset!r}")
         grid = check_grid(_ints(args.grid, "--grid"))
         config = KaleidoConfig(split=PRESETS[args.preset]["split"])
-        fields = {}
+        fields: dict = {}
         if args.tile:
             fields["tile"] = _ints(args.tile, "--tile")
         if args.port_bytes is not None:
