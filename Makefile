@@ -27,7 +27,7 @@ help:
 	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), softmax error, linear-layer reuse) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator (goal 200k)) -> build/bench/*.json, *.csv"
 	@echo "make sweep      kaleido sweep on a local Dask cluster: 16 synthetic heads x 4 configurations -> build/sweep/table/"
 	@echo "                (heads.csv, heads.parquet, summary.json, plots; ~1 min; docs/SWEEP.md)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
@@ -92,6 +92,7 @@ bench: $(STAMP)
 	$(PY) -m kaleido.bench.model --reference --out build/bench/model.json
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
 	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
+	$(PY) -m kaleido.bench.core_sim --out build/bench/core_sim.json
 
 sweep: $(STAMP)
 	$(PY) -m kaleido.bench.sweep --out build/sweep --workers $(JOBS)

@@ -17,7 +17,6 @@ from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
 from kaleido.tb.core_benches import CoreBench
 from kaleido.tb.core_io import core_command, decode_o, run_core
-from kaleido.tb.runner import SIMULATORS
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
@@ -66,7 +65,7 @@ def simulate_core(Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000
     [
         ((2, 2, 4), (2, 2, 4), (4, 4, 4), 4),  # one tile: the whole head
         ((2, 4, 4), (2, 2, 4), (4, 4, 4), 4),  # two tiles
-        ((3, 3, 5), (2, 2, 4), (4, 8, 4), 4),  # clipped boxes on every axis (8 boxes)
+        pytest.param((3, 3, 5), (2, 2, 4), (4, 8, 4), 4, marks=pytest.mark.slow),  # clipped on every axis, 8 boxes
         ((2, 2, 4), (2, 2, 4), (5, 4, 7), 4),  # channel blocks across array_cols boundaries
     ],
 )
@@ -84,11 +83,12 @@ def test_core_is_bit_exact(grid, tile, split, batch):
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("sim", SIMULATORS)
-def test_core_fast_path(sim):
+@pytest.mark.parametrize("sim, grid", [("icarus", (2, 2, 4)), ("verilator", (3, 3, 5))])
+def test_core_fast_path(sim, grid):
     """The emitted core bench on each simulator, the testbench only waiting
-    for ``busy`` to fall: O bit-exact, ``cycles`` the model's."""
-    grid, tile, split = (2, 2, 4), (2, 2, 4), (5, 4, 7)
+    for ``busy`` to fall: O bit-exact, ``cycles`` the model's. Icarus runs
+    one tile; Verilator a head clipped on every axis (8 boxes)."""
+    tile, split = (2, 2, 4), (5, 4, 7)
     config = KaleidoConfig(split=split, batch=4)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
