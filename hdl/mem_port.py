@@ -14,13 +14,15 @@ from this port to AXI4 is a fixed adapter and is left to integration.
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, unsigned
+from amaranth import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = [
     "MemoryModel",
+    "StallingMemoryModel",
+    "Lfsr",
     "TileLoader",
     "buffer_write_layout",
     "load_command_layout",
@@ -105,6 +107,73 @@ class MemoryModel(wiring.Component):
             m.d.sync += [d_next.eq(data_), v_next.eq(v)]
             data_, v = d_next, v_next
         m.d.comb += [self.r.valid.eq(v), self.r.payload.data.eq(data_)]
+        return m
+
+
+class Lfsr(wiring.Component):
+    """A 32-bit Galois LFSR (taps 0x80200003, period 2^32 - 1) seeded with
+    ``seed`` (non-zero), stepping every cycle: ``bits`` is its state, a
+    pseudo-random word for simulation models' stalls."""
+
+    def __init__(self, seed: int):
+        if not isinstance(seed, int) or not 0 < seed < 1 << 32:
+            raise ValueError(f"seed must be a non-zero 32-bit integer, not {seed!r}")
+        self._seed = seed
+        super().__init__({"bits": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        state = Signal(32, init=self._seed)
+        m.d.sync += state.eq(Mux(state[0], (state >> 1) ^ 0x80200003, state >> 1))
+        m.d.comb += self.bits.eq(state)
+        return m
+
+
+class StallingMemoryModel(wiring.Component):
+    """:class:`MemoryModel` with random stalls, for soaks: a request is
+    taken only on a cycle the LFSR allows (and while the response FIFO has
+    room for every request in flight), and a response leaves its FIFO only
+    on a cycle the LFSR allows, so the latency varies from ``latency`` up;
+    responses stay in request order. ``stall`` (a 2-bit code ``k``): each
+    side stalls on a cycle with probability ``k / 4``."""
+
+    def __init__(self, port_bytes: int, init, latency: int, seed: int, stall: int = 1, depth: int = 8):
+        self.model = MemoryModel(port_bytes, init, latency)
+        self.lfsr = Lfsr(seed)
+        if stall not in (0, 1, 2, 3):
+            raise ValueError(f"stall must be 0, 1, 2 or 3 (quarters of cycles stalled), not {stall!r}")
+        self._stall, self._depth, self._latency = stall, _check_positive("depth", depth), latency
+        super().__init__(
+            {
+                "q": In(stream.Signature(read_request_layout())),
+                "r": Out(stream.Signature(read_response_layout(port_bytes))),
+            }
+        )
+
+    def elaborate(self, platform):
+        from amaranth.lib.fifo import SyncFIFOBuffered
+
+        m = Module()
+        m.submodules.model, m.submodules.lfsr = model, lfsr = self.model, self.lfsr
+        width = len(self.r.payload.data)
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=self._depth + self._latency + 1)
+        bits = lfsr.bits
+        take = bits[0:2] >= self._stall  # requests: stalled on stall/4 of the cycles
+        give = bits[8:10] >= self._stall  # responses
+        in_flight = Signal(range(self._depth + self._latency + 2))
+        room = in_flight + fifo.r_level < self._depth
+        fire = self.q.valid & take & room
+        m.d.comb += [
+            model.q.valid.eq(fire),
+            model.q.payload.eq(self.q.payload),
+            self.q.ready.eq(take & room),
+            fifo.w_en.eq(model.r.valid),
+            fifo.w_data.eq(model.r.payload.data),
+            self.r.valid.eq(fifo.r_rdy & give),
+            self.r.payload.data.eq(fifo.r_data),
+            fifo.r_en.eq(self.r.ready & give),
+        ]
+        m.d.sync += in_flight.eq(in_flight + fire - model.r.valid)
         return m
 
 

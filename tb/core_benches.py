@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from kaleido.hdl.core import KaleidoAttentionCore, head_layout
 from kaleido.hdl.engine import KaleidoEngine, s_layout
-from kaleido.hdl.mem_port import MemoryModel, TileLoader, load_command_layout
+from kaleido.hdl.mem_port import Lfsr, MemoryModel, StallingMemoryModel, TileLoader, load_command_layout
 from kaleido.hdl.qk_memory import qk_layout
 from kaleido.hdl.tile_feeder import TileFeeder, feed_command_layout
 
@@ -123,13 +123,29 @@ class CoreBench(wiring.Component):
     cycle, always ready) in ``array_cols`` banks: value ``e`` is word ``e //
     array_cols`` of bank ``e % array_cols``, so a write of up to
     ``array_cols`` consecutive values is one word in each bank it touches.
+    ``stall_seed`` (the soak): the memory stalls requests and delays
+    responses at random (:class:`~kaleido.hdl.mem_port.StallingMemoryModel`,
+    a quarter of the cycles each) and the O memory refuses a quarter of the
+    cycles' writes.
     Ports: the core's ``cmd``, ``busy`` and ``cycles``; ``raddr``/``rdata``
     read word ``raddr`` of every bank (values ``array_cols raddr ..``,
     the first in the low bits) combinationally, for the check."""
 
-    def __init__(self, image, o_values: int, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
+    def __init__(
+        self,
+        image,
+        o_values: int,
+        config: KaleidoConfig,
+        core: CoreConfig,
+        fmt: SoftmaxFormat | None = None,
+        stall_seed: int | None = None,
+    ):
         fmt = fmt or SoftmaxFormat()
-        self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
+        self.stalls = None if stall_seed is None else Lfsr(stall_seed ^ 0x5A5A5A5A or 1)
+        if stall_seed is None:
+            self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
+        else:
+            self.model = StallingMemoryModel(core.port_bytes, image, core.mem_latency, stall_seed)
         self.core = KaleidoAttentionCore(config, core, fmt)
         self.width = 8 + fmt.out_frac_bits
         C = config.array_cols
@@ -154,7 +170,12 @@ class CoreBench(wiring.Component):
         wiring.connect(m, self.model.r, core.rs)
         w = core.wq.payload
         C = len(self.o_banks)
-        m.d.comb += [core.wq.ready.eq(1), self.busy.eq(core.busy), self.cycles.eq(core.cycles)]
+        m.d.comb += [self.busy.eq(core.busy), self.cycles.eq(core.cycles)]
+        if self.stalls is None:
+            m.d.comb += core.wq.ready.eq(1)
+        else:
+            m.submodules.stalls = self.stalls
+            m.d.comb += core.wq.ready.eq(self.stalls.bits[4:6] != 0)
         for b, bank in enumerate(self.o_banks):
             m.submodules[f"o_bank{b}"] = bank
             wp = bank.write_port()
@@ -163,7 +184,7 @@ class CoreBench(wiring.Component):
             m.d.comb += [
                 wp.addr.eq((w.addr + lane) // C),
                 wp.data.eq(w.data.word_select(lane, self.width)),
-                wp.en.eq(core.wq.valid & (lane < w.count)),
+                wp.en.eq(core.wq.valid & core.wq.ready & (lane < w.count)),
             ]
             rp = bank.read_port(domain="comb")
             m.d.comb += [rp.addr.eq(self.raddr), self.rdata.word_select(b, self.width).eq(rp.data)]

@@ -19,6 +19,7 @@ import json
 import pathlib
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -39,6 +40,20 @@ def dense_config(config):
     return config.replace(F=9, P=9, group_thresholds=((9, 9),) * 3)
 
 
+def reference(w, grid, config, core) -> tuple:
+    """O of the tiled golden model, the core's cycles by the model, and the
+    dense core's."""
+    from kaleido.golden.core import core_attention
+    from kaleido.model import core_cycles
+
+    ref, _ = core_attention(
+        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
+    )
+    model = core_cycles(w.q, w.k, w.v, grid, config, core)
+    dense = core_cycles(w.q, w.k, w.v, grid, dense_config(config), core)
+    return ref, model, dense
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Kaleido attention core demo (cocotb)")
     ap.add_argument(
@@ -53,10 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--waves", action="store_true", help="write a waveform into the build directory")
     args = ap.parse_args(argv)
     from kaleido.config import PRESETS, CoreConfig, KaleidoConfig
-    from kaleido.golden.core import core_attention
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import check_core_input
-    from kaleido.model import core_cycles
     from kaleido.tb.core_io import run_core
 
     out_dir = pathlib.Path("build") / "sim"
@@ -86,15 +99,17 @@ def main(argv=None) -> int:
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     print(f"head: {n} tokens (grid {grid}), split {config.split}, tile {core.tile}, seed {args.seed}", flush=True)
-    t0 = time.time()
-    ref, _ = core_attention(
-        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
+    print(
+        f"building and running the core on {args.sim} (a first build takes a few minutes); "
+        "the golden and cycle models run beside it",
+        flush=True,
     )
-    model = core_cycles(w.q, w.k, w.v, grid, config, core)
-    dense = core_cycles(w.q, w.k, w.v, grid, dense_config(config), core)
-    print(f"golden model and cycle model: {time.time() - t0:.1f} s", flush=True)
-    print(f"building and running the core on {args.sim} (a first build takes a few minutes)", flush=True)
-    res = run_core(args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves)
+    t0 = time.time()
+    with ProcessPoolExecutor(1) as pool:  # the models on the second core while the simulator runs
+        models = pool.submit(reference, w, grid, config, core)
+        res = run_core(args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves)
+        ref, model, dense = models.result()
+    print(f"  done in {time.time() - t0:.0f} s", flush=True)
     if res["failed"] or "o" not in res:
         print(f"the simulation FAILED, see {res['build_dir']}", file=sys.stderr)
         return 1
