@@ -91,29 +91,35 @@ class QKMemory(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N, NB, B = self._n_tokens, self._n_batches, self._config.batch
-        m.submodules.q_memory = q_memory = Memory(shape=8 * B, depth=N * NB, init=[])
-        m.submodules.k_memory = k_memory = Memory(shape=8 * B, depth=N * NB, init=[])
+        # each operand is kept twice, one copy per read (the unit's anchor
+        # and its follower), so every memory has one write and one read port
+        mems = {
+            (side, role): Memory(shape=8 * B, depth=N * NB, init=[])
+            for side in ("q", "k")
+            for role in ("anchor", "follower")
+        }
+        for (side, role), memory in mems.items():
+            m.submodules[f"{side}_{role}_memory"] = memory
 
         word = Signal(range(self.words + 1))  # words of this head taken so far
-        q_write, k_write = q_memory.write_port(), k_memory.write_port()
         take = self.qk.valid & self.qk.ready
-        m.d.comb += [
-            self.qk.ready.eq(self.load),
-            q_write.addr.eq(word),
-            k_write.addr.eq(word - N * NB),
-            q_write.data.eq(self.qk.payload.as_value()),
-            k_write.data.eq(self.qk.payload.as_value()),
-            q_write.en.eq(take & (word < N * NB)),
-            k_write.en.eq(take & (word >= N * NB)),
-            self.loaded.eq(take & (word == self.words - 1)),
-        ]
+        m.d.comb += [self.qk.ready.eq(self.load), self.loaded.eq(take & (word == self.words - 1))]
+        for (side, _), memory in mems.items():
+            write = memory.write_port()
+            first = side == "q"
+            m.d.comb += [
+                write.addr.eq(word if first else word - N * NB),
+                write.data.eq(self.qk.payload.as_value()),
+                write.en.eq(take & ((word < N * NB) if first else (word >= N * NB))),
+            ]
         with m.If(take):
             m.d.sync += word.eq(word + 1)
         with m.If(self.loaded):
             m.d.sync += word.eq(0)
 
-        for memory, read in ((q_memory, self.q), (k_memory, self.k)):
-            anchor, follower = memory.read_port(domain="comb"), memory.read_port(domain="comb")
+        for side, read in (("q", self.q), ("k", self.k)):
+            anchor = mems[side, "anchor"].read_port(domain="comb")
+            follower = mems[side, "follower"].read_port(domain="comb")
             m.d.comb += [
                 anchor.addr.eq(read.anchor * NB + read.batch),
                 follower.addr.eq(read.follower * NB + read.batch),

@@ -184,7 +184,8 @@ class SchedulingStage(wiring.Component):
     def _memories(self, m: Module, n: _Shared) -> None:
         """The unit ROM, the unit and sorted memories, the detectors and the
         schedulers (restarted with every head) as submodules."""
-        m.submodules.unit_rom = n.unit_rom
+        for name, rom in n.unit_roms.items():
+            m.submodules[f"unit_rom_{name}"] = rom
         m.submodules.row_units, m.submodules.col_units = n.row_units, n.col_units
         m.submodules.sorted_rows, m.submodules.sorted_cols = n.sorted_rows, n.sorted_cols
         m.submodules.detect_q, m.submodules.detect_k = n.detect_q, n.detect_k
@@ -194,7 +195,7 @@ class SchedulingStage(wiring.Component):
     def _unit_walk(self, m: Module, n: _Shared) -> None:
         """One unit of the scheduling batch per cycle: its tokens' values
         from the Q and K memories into the two detectors."""
-        walk_rom = n.unit_rom.read_port(domain="comb")
+        walk_rom = n.unit_roms["walk"].read_port(domain="comb")
         m.d.comb += walk_rom.addr.eq(n.batch_offset[n.batch] + n.walk_unit)
         tw = n.token_width
         anchor, follower, paired = walk_rom.data[:tw], walk_rom.data[tw : 2 * tw], walk_rom.data[2 * tw]
@@ -258,7 +259,7 @@ class SchedulingStage(wiring.Component):
             window_base = Signal(range(n.max_units + n.window), name=f"{side}_window_base")
             unit = Signal(range(n.max_units + n.window), name=f"{side}_unit")
             m.d.comb += [scheduler.o.ready.eq(1), unit.eq(window_base + scheduler.o.payload.index)]
-            unit_read, rom_read = units.read_port(domain="comb"), n.unit_rom.read_port(domain="comb")
+            unit_read, rom_read = units.read_port(domain="comb"), n.unit_roms[side].read_port(domain="comb")
             m.d.comb += [unit_read.addr.eq(unit), rom_read.addr.eq(n.batch_offset[n.batch] + unit)]
             sorted_unit = Signal(n.lane, name=f"{side}_sorted_unit")
             m.d.comb += sorted_unit.as_value().eq(Cat(unit_read.data, rom_read.data))
@@ -317,7 +318,10 @@ class _Shared:
             if t.group not in group_offset:
                 group_offset[t.group] = len(rom_init)
                 rom_init += [a | (max(f, 0) << tw) | (int(f >= 0) << (2 * tw)) for a, f in t.units.tolist()]
-        self.unit_rom = Memory(shape=2 * tw + 1, depth=len(rom_init), init=rom_init)
+        # one copy per read (the unit walk, the row and column sorts): one port each
+        self.unit_roms = {
+            name: Memory(shape=2 * tw + 1, depth=len(rom_init), init=rom_init) for name in ("walk", "row", "col")
+        }
         self.batch_offset = Array(Const(group_offset[t.group], range(len(rom_init) + 1)) for t in batch_table)
         self.batch_units = Array(Const(len(t.units), range(max_units + 1)) for t in batch_table)
         self.batch_count = Array(Const(t.count, range(B + 1)) for t in batch_table)

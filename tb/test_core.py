@@ -183,3 +183,19 @@ def test_core_soak():
     print(f"core soak, seed {SEED}: {res['cycles']:,} cycles, {wrong} mismatches")
     assert wrong == 0, f"seed {SEED}: {wrong} outputs differ"
     assert res["cycles"] >= 1_000_000, f"seed {SEED}: only {res['cycles']} cycles"
+
+
+def test_core_memories_have_at_most_two_ports():
+    """Every on-chip memory of the default core is an Amaranth ``Memory``
+    with at most two ports (one write and one read, or two reads of a
+    ROM), and the memories hold the same bits for any head size the
+    configuration addresses: N is a run-time value."""
+    from kaleido.hdl.core import KaleidoAttentionCore
+    from kaleido.tb.core_buffers import memories
+
+    mems = memories(KaleidoAttentionCore(KaleidoConfig(), CoreConfig()))
+    crowded = [m["path"] for m in mems if m["read_ports"] + m["write_ports"] > 2]
+    assert not crowded, f"memories with more than two ports: {crowded}"
+    assert len(mems) >= 30
+    total = sum(m["bits"] for m in mems)
+    assert total < 1_100_000, f"{total} bits of on-chip memory"
