@@ -64,6 +64,7 @@ def simulate_core(Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000
     "grid, tile, split, batch",
     [
         ((2, 2, 4), (2, 2, 4), (4, 4, 4), 4),  # one tile: the whole head
+        ((2, 2, 2), (2, 2, 4), (4, 4, 4), 4),  # N = 8: one box, clipped
         ((2, 4, 4), (2, 2, 4), (4, 4, 4), 4),  # two tiles
         pytest.param((3, 3, 5), (2, 2, 4), (4, 8, 4), 4, marks=pytest.mark.slow),  # clipped on every axis, 8 boxes
         ((2, 2, 4), (2, 2, 4), (5, 4, 7), 4),  # channel blocks across array_cols boundaries
