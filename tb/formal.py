@@ -162,7 +162,8 @@ class StreamHolds(Harness):
 def stream_ports(dut: wiring.Component) -> tuple[list[str], list[str]]:
     """``dut``'s stream ports: the names of its input and of its output
     streams (members with a ``valid``, ``ready`` and ``payload``)."""
-    ins, outs = [], []
+    ins: list[str] = []
+    outs: list[str] = []
     for name, member in dut.signature.members.items():
         if member.is_signature and {"valid", "ready", "payload"} <= set(member.signature.members):
             (ins if member.flow == wiring.In else outs).append(name)
@@ -1616,6 +1617,14 @@ def _tile_softmax() -> wiring.Component:
     return TileSoftmax(SMALL_CORE, _small_fmt(), lanes=2, rows=2, max_tokens=8)
 
 
+def _pv_tile() -> wiring.Component:
+    """The P V stage on a 2x2 array, 6 channels (3 channel blocks), key
+    tiles up to (2, 2, 2), query tiles up to 2 rows."""
+    from kaleido.hdl.pv_tile import PvTile
+
+    return PvTile(KaleidoConfig(batch=2, array_rows=2, array_cols=2, split=(2, 2, 2)), (2, 2, 2), 2)
+
+
 def _o_accumulator() -> wiring.Component:
     from kaleido.hdl.o_accumulator import OAccumulator
 
@@ -1823,6 +1832,8 @@ PROOFS.update(
             depth=5,
             why="two requests back to back, answered latency = 2 cycles later",
         ),
+        "o_accumulator_stream": Proof("o_accumulator_stream", lambda: StreamPorts(_o_accumulator()), depth=2),
+        "pv_tile_stream": Proof("pv_tile_stream", lambda: StreamPorts(_pv_tile()), depth=3),
         "o_accumulator_flow": Proof(
             "o_accumulator_flow",
             lambda: OAccumulatorFlow(_o_accumulator()),

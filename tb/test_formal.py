@@ -245,6 +245,14 @@ FORMAL_MUTANTS = [
         "for k in range(self._latency - 2):",
         "memory model",
     ),
+    # the O accumulator's o register loads under a stall: a total not yet taken is overwritten
+    Mutant(
+        "o_acc_overwrites",
+        "hdl/o_accumulator.py",
+        "with m.If(o_free):",
+        "with m.If(1):",
+        "O accumulator handshake",
+    ),
     # the tiled softmax takes a final segment's last beat while the previous row's r waits
     Mutant(
         "tile_softmax_divider_overlaps",
@@ -298,6 +306,8 @@ SEEDED = [
     ("memory_early", "memory_model_response"),
     ("o_acc_ignores_stall", "o_accumulator_flow"),
     ("tile_softmax_divider_overlaps", "tile_softmax_stream"),
+    ("o_acc_overwrites", "o_accumulator_stream"),
+    ("o_acc_overwrites", "pv_tile_stream"),  # P V's o is its O accumulator's register
 ]
 
 
