@@ -1120,8 +1120,9 @@ class AccumulationBufferUnload(Harness):
 
 class AccumulationBufferSums(Harness):
     """The banked accumulation buffer against a reference of ``S`` (white
-    box for the FIFO counts and the read-after-write forward's registers,
-    named in the covers and the FIFO bound only).
+    box: the ring, its pointers and the in-flight count in the routing's
+    invariants; the FIFO counts in the FIFO bound; the arrivals and the
+    read-after-write forward's registers in the covers).
 
     The harness keeps its own copy of the ring of passes in flight (the
     tokens of each pass taken, the last :data:`RING_DEPTH` of them) and,
@@ -1140,8 +1141,14 @@ class AccumulationBufferSums(Harness):
     a FIFO or added to a stale word. ``fifo``: no FIFO holds more than
     ``s_fifo_depth`` entries (``hold`` rises in time). Assumed for the
     unload (the engine's protocol): ``unload`` only while ``settled``, held
-    while a word waits, no tile and no pass while unloading. The stream
-    rule on ``s`` is asserted too. Covers: a hold, a full FIFO, a
+    while a word waits, no tile and no pass while unloading; and the
+    array's: the last PE's T3 tile ends a pass taken, at most
+    :data:`RING_DEPTH` passes are in flight. With ``sums``, lane ``k``'s
+    tiles have the value ``16^k`` (data independence: the buffer only moves
+    and adds values, and each lane counts in its own hex digit, so a tile
+    lost, repeated, misrouted or added to a stale word changes the word; a
+    narrower value space keeps the BMC within reach). The stream rule on
+    ``s`` and ``unloaded`` are asserted in every variant. Covers: a hold, a full FIFO, a
     forwarded read-modify-write, two lanes to one bank in a cycle, a tile
     added to a word (not first), a whole unload."""
 
@@ -1563,7 +1570,7 @@ PROOFS = {
 #: small configurations where a proof must unroll a whole pass or window
 SMALL_DISPATCH = KaleidoConfig(batch=2, lookahead=1, array_rows=2, array_cols=2)
 SMALL_SCHEDULER = KaleidoConfig(batch=4, array_rows=1)  # a 16-string window
-SMALL_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=1)  # one lane: the unload does not depend on the lanes
+SMALL_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=1, s_banks=2, s_fifo_depth=1)  # one lane, 2 banks
 
 
 def _dispatcher(config: KaleidoConfig) -> wiring.Component:
@@ -2038,6 +2045,8 @@ def main(argv: list[str] | None = None) -> int:
                 entry["checked_steps"] = checked_steps(p, os.path.join(root, name))
             if p.why:
                 entry["why"] = p.why
+            if p.map_memories:
+                entry["memories"] = "flip-flops"
             if p.mode == "cover":
                 entry["covers"] = {c: ("reached" if step is not None else "unreached") for c, step in reached.items()}
                 entry["steps"] = {c: step for c, step in reached.items() if step is not None}

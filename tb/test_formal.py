@@ -98,6 +98,20 @@ def test_report_covers(tmp_path):
     }
 
 
+def test_report_memories(tmp_path):
+    """A proof whose memories are mapped to flip-flops says so in its entry
+    (the banked buffer's covers: a hold, a full FIFO, a forward)."""
+    import json
+
+    from kaleido.tb.formal import main
+
+    out = os.path.join(_workdir(tmp_path, "report"), "report.json")
+    assert main(["--only", "accumulation_buffer_banked_cover", "--out", out, "--jobs", "1"]) == 0
+    entry = json.load(open(out))["accumulation_buffer"]["banked_cover"]
+    assert entry["memories"] == "flip-flops" and entry["status"] == "pass"
+    assert {"hold", "fifo_full", "rmw_forwarded", "one_bank_all_lanes"} <= set(entry["steps"])
+
+
 class _Never(Harness):
     """Covers on a register stage: one reachable, one not (a 2-bit payload
     is never 4)."""
