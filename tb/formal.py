@@ -1752,11 +1752,20 @@ PROOFS.update(
                 _dispatcher(SMALL_DISPATCH), stream=False, framing=True, payload=True, config=SMALL_DISPATCH
             ),
             mode="bmc",
+            depth=_PASS + 2,
+            why=f"batch {SMALL_DISPATCH.batch}, 2x2 array: a pass lasts at most {_PASS} cycles without stalls, so "
+            "the depth covers every beat of a whole first pass (any operands, tags and count) and the next pass "
+            "taken; a beat's payload depends only on the pass taken and the matcher's slot",
+        ),
+        "pass_dispatcher_payload_two_passes": Proof(
+            "pass_dispatcher_payload_two_passes",
+            lambda: PassDispatcherFlow(
+                _dispatcher(SMALL_DISPATCH), stream=False, framing=True, payload=True, config=SMALL_DISPATCH
+            ),
+            mode="bmc",
             depth=2 * _PASS + 2,
             slow=True,
-            why=f"as framing: batch {SMALL_DISPATCH.batch}, 2x2 array, two whole passes and the hand-over (a beat's "
-            "payload depends only on the pass taken and the slot, so two passes show every beat of a pass after "
-            "another and after reset)",
+            why="as payload, over two whole passes and the hand-over (a pass after another, with stalls)",
         ),
         "pass_dispatcher_cover": Proof(
             "pass_dispatcher_cover",
