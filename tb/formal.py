@@ -24,6 +24,7 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, Cover, Fragment, ResetSignal
 from amaranth.lib import data, wiring
+from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.lib.wiring import In
 
 from kaleido.config import KaleidoConfig
@@ -365,6 +366,52 @@ class TileSoftmaxFlow(StreamPorts):
         m.d.sync += [beats.eq(beats + exp_in - (p.valid & p.ready)), rows.eq(rows + ends - (r.valid & r.ready))]
         m.d.comb += [Assert(beats <= lat), Assert(beats >= p.valid), Assert(rows <= 1), Assert(rows >= r.valid)]
         m.d.comb += Cover(s.valid & beat.phase & beat.final & beat.last & ~s.ready & (rows == 1), "waits_for_divider")
+
+
+class LoadResponse(wiring.Component):
+    """The tile loader on the memory model (``words`` rows of
+    ``beats_per_word`` one-byte beats, a memory of ``latency``), its
+    command stream free (the stream rule and at most ``words`` rows
+    assumed): ``done`` comes exactly
+    :func:`kaleido.model.load_cycles` cycles after a command of ``n > 0``
+    rows is accepted (``n * beats_per_word`` beats), never otherwise, and a
+    command of 0 rows starts nothing (bounded response, cycle for cycle
+    with the model). Covers: a load of the whole buffer."""
+
+    def __init__(self, words: int, beats_per_word: int, latency: int):
+        from kaleido.hdl.mem_port import load_command_layout
+
+        self._words, self._beats, self._latency = words, beats_per_word, latency
+        super().__init__({"cmd": In(StreamSignature(load_command_layout(words)))})
+
+    def elaborate(self, platform: Any) -> Module:
+        from kaleido.hdl.mem_port import MemoryModel, TileLoader
+        from kaleido.model import load_cycles
+
+        m = Module()
+        W, B, L = self._words, self._beats, self._latency
+        m.submodules.loader = loader = TileLoader(W, B, 1)
+        m.submodules.memory = memory = MemoryModel(1, list(range(1, W * B + 3)), L)
+        wiring.connect(m, loader.q, memory.q)
+        wiring.connect(m, memory.r, loader.r)
+        wiring.connect(m, wiring.flipped(self.cmd), loader.cmd)
+        m.d.comb += Assume(~ResetSignal())
+        stream_rule(m, self.cmd, "cmd", assume=True)
+        # the command's contract: at most the buffer's rows (the field holds up to 2^bits - 1)
+        m.d.comb += Assume(self.cmd.payload.count <= W)
+        fire = self.cmd.valid & self.cmd.ready
+        longest = load_cycles(W * B, L)
+        due = Signal(range(longest + 1), name="due")  # cycles until done, 0: no load
+        with m.If(fire):
+            cycles = Array(Const(load_cycles(n * B, L) if n else 0, range(longest + 1)) for n in range(W + 1))
+            m.d.sync += due.eq(cycles[self.cmd.payload.count])
+        with m.Elif(due != 0):
+            m.d.sync += due.eq(due - 1)
+        m.d.comb += Assert(loader.done == ((due == 1) & ~fire))
+        with m.If(due != 0):
+            m.d.comb += Assert(~self.cmd.ready)
+        m.d.comb += Cover(loader.done & (due == 1), "load_done")
+        return m
 
 
 class SoftmaxStream(StreamHolds):
@@ -1847,6 +1894,14 @@ PROOFS.update(
             mode="cover",
             depth=5,
             why="two requests back to back, answered latency = 2 cycles later",
+        ),
+        "tile_loader_response": Proof(
+            "tile_loader_response",
+            lambda: LoadResponse(2, 2, 2),
+            mode="bmc",
+            depth=12,
+            why="2 words of 2 beats, latency 2: the longest load is load_cycles(4, 2) = 6 cycles, so depth 12 holds "
+            "two whole loads back to back after any command stream",
         ),
         "o_accumulator_stream": Proof("o_accumulator_stream", lambda: StreamPorts(_o_accumulator()), depth=2),
         "pv_tile_stream": Proof("pv_tile_stream", lambda: StreamPorts(_pv_tile()), depth=3),

@@ -318,6 +318,7 @@ SEEDED = [
     ("loader_addr", "tile_loader_flow"),
     ("loader_done_early", "tile_loader_flow"),
     ("memory_early", "memory_model_response"),
+    ("memory_early", "tile_loader_response"),  # a load ends a cycle before the model's load_cycles
     ("o_acc_ignores_stall", "o_accumulator_flow"),
     ("tile_softmax_divider_overlaps", "tile_softmax_stream"),
     ("o_acc_overwrites", "o_accumulator_stream"),
