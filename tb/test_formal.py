@@ -98,6 +98,20 @@ def test_report_covers(tmp_path):
     }
 
 
+def test_report_memories(tmp_path):
+    """A proof whose memories are mapped to flip-flops says so in its entry
+    (the banked buffer's covers: a hold, a full FIFO, a forward)."""
+    import json
+
+    from kaleido.tb.formal import main
+
+    out = os.path.join(_workdir(tmp_path, "report"), "report.json")
+    assert main(["--only", "accumulation_buffer_banked_cover", "--out", out, "--jobs", "1"]) == 0
+    entry = json.load(open(out))["accumulation_buffer"]["banked_cover"]
+    assert entry["memories"] == "flip-flops" and entry["status"] == "pass"
+    assert {"hold", "fifo_full", "rmw_forwarded", "one_bank_all_lanes"} <= set(entry["steps"])
+
+
 class _Never(Harness):
     """Covers on a register stage: one reachable, one not (a 2-bit payload
     is never 4)."""
@@ -194,6 +208,81 @@ FORMAL_MUTANTS = [
         "self.taken.eq(self.passes.valid)",
         "pass former handshake",
     ),
+    # the accumulation buffer's hold ignores this cycle's arrivals: a FIFO overflows
+    # (make mutate's s_fifo_full, full one entry late, is no overflow: the FIFO pops
+    # its head in the cycle it takes the extra entry, see docs/FORMAL.md)
+    Mutant(
+        "s_fifo_overflow",
+        "hdl/accumulation_buffer.py",
+        "overflow.eq(count + arrivals > D)",
+        "overflow.eq(count > D)",
+        "accumulation buffer",
+    ),
+    # the accumulation buffer's lane takes the row follower in T1, T3
+    # instead of T2, T3: a tile goes to the wrong entry of S
+    Mutant(
+        "s_lane_phase",
+        "hdl/accumulation_buffer.py",
+        "i = Mux(phase[1], row.follower, row.anchor)",
+        "i = Mux(phase[0], row.follower, row.anchor)",
+        "accumulation buffer",
+    ),
+    # the pass dispatcher lets the channel at count through: a SKIP channel is issued
+    Mutant(
+        "dispatcher_count",
+        "hdl/dispatcher.py",
+        "Mux(c >= buf.count, Need.SKIP, need)",
+        "Mux(c > buf.count, Need.SKIP, need)",
+        "pass dispatcher need",
+    ),
+    # the tile loader requests the beat of the responses received, not of the requests issued
+    Mutant(
+        "loader_addr",
+        "hdl/mem_port.py",
+        "self.q.payload.addr.eq(base + issued)",
+        "self.q.payload.addr.eq(base + got)",
+        "tile loader",
+    ),
+    # the tile loader's done comes a beat early
+    Mutant(
+        "loader_done_early",
+        "hdl/mem_port.py",
+        "last = self.w.en & (got + 1 == beats)",
+        "last = self.w.en & (got + 2 == beats)",
+        "tile loader",
+    ),
+    # the memory model answers a cycle early
+    Mutant(
+        "memory_early",
+        "hdl/mem_port.py",
+        "for k in range(self._latency - 1):",
+        "for k in range(self._latency - 2):",
+        "memory model",
+    ),
+    # the O accumulator's o register loads under a stall: a total not yet taken is overwritten
+    Mutant(
+        "o_acc_overwrites",
+        "hdl/o_accumulator.py",
+        "with m.If(o_free):",
+        "with m.If(1):",
+        "O accumulator handshake",
+    ),
+    # the tiled softmax takes a final segment's last beat while the previous row's r waits
+    Mutant(
+        "tile_softmax_divider_overlaps",
+        "hdl/softmax.py",
+        "(~divides | ~reserved | r_taken)",
+        "(~divides | ~reserved | 1)",
+        "softmax handshake",
+    ),
+    # the O accumulator takes a beat while its final total waits in stage R: the total is lost
+    Mutant(
+        "o_acc_ignores_stall",
+        "hdl/o_accumulator.py",
+        "self.i.ready.eq(r_moves)",
+        "self.i.ready.eq(1)",
+        "O accumulator handshake",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -216,6 +305,24 @@ SEEDED = [
     ("pass_former_ignores_drained", "pass_former_flow"),
     ("pass_former_skips_pass", "pass_former_flow"),
     ("pass_former_ignores_ready", "pass_former_stream"),
+    # the banked accumulation buffer: a FIFO overflows; a lane takes the wrong
+    # phase's token; two lanes' tiles in one FIFO slot, a stale word added, a tile in the wrong bank
+    ("s_fifo_overflow", "accumulation_buffer_fifo"),
+    ("s_lane_phase", "accumulation_buffer_routing"),
+    ("s_fifo_place", "accumulation_buffer_sums"),
+    ("s_rmw_forward", "accumulation_buffer_sums"),
+    ("s_bank_route", "accumulation_buffer_sums"),
+    # the pass dispatcher issues a channel past the pass's count
+    ("dispatcher_count", "pass_dispatcher_payload"),
+    # the core's stages: a wrong request address, an early done, an early response, a lost total
+    ("loader_addr", "tile_loader_flow"),
+    ("loader_done_early", "tile_loader_flow"),
+    ("memory_early", "memory_model_response"),
+    ("memory_early", "tile_loader_response"),  # a load ends a cycle before the model's load_cycles
+    ("o_acc_ignores_stall", "o_accumulator_flow"),
+    ("tile_softmax_divider_overlaps", "tile_softmax_stream"),
+    ("o_acc_overwrites", "o_accumulator_stream"),
+    ("o_acc_overwrites", "pv_tile_stream"),  # P V's o is its O accumulator's register
 ]
 
 
