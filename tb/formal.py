@@ -1750,7 +1750,16 @@ PROOFS.update(
         ),
         "detector_payload": Proof(
             "detector_payload",
-            lambda: DetectorFlow(_detector(KaleidoConfig()), scoreboard=False, response=False, payload=True),
+            # four lanes: the lanes are independent copies of one circuit
+            # (and the reference's), so four show every lane's logic and the
+            # count/absent masking around them; the 16-lane default took 80 s
+            lambda: DetectorFlow(
+                _detector(KaleidoConfig(batch=4)),
+                scoreboard=False,
+                response=False,
+                payload=True,
+                config=KaleidoConfig(batch=4),
+            ),
             depth=2,
         ),
         "detector_cover": Proof(
