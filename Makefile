@@ -92,7 +92,7 @@ bench: $(STAMP)
 	$(PY) -m kaleido.bench.model --reference --out build/bench/model.json
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
 	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
-	$(PY) -m kaleido.bench.core_sim --out build/bench/core_sim.json
+	$(PY) -m kaleido.tb.core_sim_bench --out build/bench/core_sim.json
 
 sweep: $(STAMP)
 	$(PY) -m kaleido.bench.sweep --out build/sweep --workers $(JOBS)

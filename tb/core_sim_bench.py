@@ -4,7 +4,7 @@ level, the testbench only waiting for ``busy``) on Verilator, the
 simulated cycles per second of the head's run (the build and the O
 readback not counted) against the goal of 200,000.
 
-``python -m kaleido.bench.core_sim [--grid T,H,W] [--sim verilator]
+``python -m kaleido.tb.core_sim_bench [--grid T,H,W] [--sim verilator]
 [--out build/bench/core_sim.json]``; the default head is 128 tokens
 (2x8x8), HunyuanVideo split, default configuration (328,247 cycles).
 """
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ..config import CoreConfig, KaleidoConfig
+from kaleido.config import CoreConfig, KaleidoConfig
 
 __all__ = ["GOAL", "measure", "main"]
 
@@ -30,10 +30,10 @@ GOAL = 200_000
 def measure(grid=(2, 8, 8), sim: str = "verilator", seed: int = 1) -> dict:
     """One head on ``sim``: cycles, the model's, bit-exactness, seconds and
     cycles per second."""
-    from ..golden.core import core_attention
-    from ..golden.workloads import synthetic_video
-    from ..model import core_cycles
-    from ..tb.core_io import run_core
+    from kaleido.golden.core import core_attention
+    from kaleido.golden.workloads import synthetic_video
+    from kaleido.model import core_cycles
+    from kaleido.tb.core_io import run_core
 
     config, core = KaleidoConfig(), CoreConfig()
     w = synthetic_video("hunyuan", grid, "slow", seed)
