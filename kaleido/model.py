@@ -1145,7 +1145,7 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
     ``r``; the P V stage's passes after its fill (:func:`pv_tile_beats`);
     the output scaler's two cycles."""
     from .config import CoreConfig
-    from .golden.core import pad_box
+    from .golden.core import box_mask, pad_box
     from .loopnest import tile_boxes
 
     config = config or KaleidoConfig()
@@ -1208,11 +1208,9 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
         last_fwd = start + corner(qb.shape) * tt + corner(kb.shape)
         end = start + tt * tt - 1
         if phase and final_k:
-            qmask = np.zeros((bt, by, bx), dtype=bool)
-            qmask[: qb.shape[0], : qb.shape[1], : qb.shape[2]] = True
             jl = corner(kb.shape)
             t = start - 1
-            for real in qmask.ravel():
+            for real in box_mask(qb, tile):
                 t_end = t + jl + 1  # the row's last real column
                 if real:
                     if last_final is not None:
