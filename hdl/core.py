@@ -25,7 +25,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..checks import check_qkv
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from ._common import as_config
+from ._common import as_config, check_variant
+from .dense_engine import DenseEngine
 from .engine import KaleidoEngine
 from .mem_port import ADDR_WIDTH, read_request_layout, read_response_layout
 from .pv_tile import PvTile, channel_blocks
@@ -138,7 +139,13 @@ class KaleidoAttentionCore(wiring.Component):
 
     Parameters: ``config`` (the array and the reuse design), ``core``
     (:class:`~kaleido.config.CoreConfig`: the tile, the read port's width
-    and latency, the largest head), ``fmt`` (the softmax's formats).
+    and latency, the largest head), ``fmt`` (the softmax's formats),
+    ``variant``: ``"kaleido"`` (the :class:`~kaleido.hdl.engine.KaleidoEngine`
+    and the P V stage on :class:`~kaleido.hdl.pv_array.PvArray`, with
+    reuse) or ``"dense"`` (the baseline: the
+    :class:`~kaleido.hdl.dense_engine.DenseEngine` and the P V stage on
+    :class:`~kaleido.hdl.baseline.DensePvArray`, no reuse; every other
+    block and buffer the same; docs/CORE.md "The dense core").
 
     Ports: ``cmd`` (in stream, :func:`head_layout`): one head; the read
     port ``rq`` (out) / ``rs`` (in) of :mod:`kaleido.hdl.mem_port`; the
@@ -148,18 +155,25 @@ class KaleidoAttentionCore(wiring.Component):
     """
 
     def __init__(
-        self, config: KaleidoConfig | None = None, core: CoreConfig | None = None, fmt: SoftmaxFormat | None = None
+        self,
+        config: KaleidoConfig | None = None,
+        core: CoreConfig | None = None,
+        fmt: SoftmaxFormat | None = None,
+        variant: str = "kaleido",
     ):
         config = as_config(config)
         core = core or CoreConfig()
         fmt = fmt or SoftmaxFormat()
         check_core(config, core)
+        self.variant = check_variant(variant)
         self._config, self._core, self._fmt = config, core, fmt
         T = core.tile_tokens
         self.feeder = TileFeeder(config, core)
-        self.engine = KaleidoEngine(config, core.tile)
+        self.engine: KaleidoEngine | DenseEngine = (
+            KaleidoEngine(config, core.tile) if variant == "kaleido" else DenseEngine(config, core.tile)
+        )
         self.softmax = TileSoftmax(config, fmt, lanes=1, rows=T, max_tokens=core.max_tokens)
-        self.pv = PvTile(config, core.tile, rows=T)
+        self.pv = PvTile(config, core.tile, rows=T, variant=variant)
         self.scaler = OutputScaler(config, fmt, lanes=config.array_cols, acc_width=default_acc_width(fmt))
         self.blocks = len(channel_blocks(config))
         super().__init__(

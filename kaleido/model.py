@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from .checks import check_qk
-from .config import LFSR_SEED, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
+from .config import LFSR_SEED, PE_LATENCY, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.grouped import grouped_follower_classes, grouped_op_counts
 from .golden.loopnest import unit_order
@@ -911,7 +911,9 @@ def _dense_tiles(n_tokens: int, cfg: KaleidoConfig) -> _BatchTiles:
     )
 
 
-def dense_engine_cycles(n_tokens: int, config: KaleidoConfig | None = None, *, method: str = "auto") -> DenseEngineTiming:
+def dense_engine_cycles(
+    n_tokens: int, config: KaleidoConfig | None = None, *, method: str = "auto"
+) -> DenseEngineTiming:
     """Exact cycle count of the dense engine
     (``kaleido.hdl.dense_engine.DenseEngine``) for a head of ``n_tokens``
     tokens; data-independent. The passes follow back to back from
@@ -1230,7 +1232,17 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
 # -- the attention core (issue 13, docs/CORE.md "The core") ------------------
 
 
-def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, fmt: SoftmaxFormat | None = None) -> int:
+def core_cycles(
+    Q,
+    K,
+    V,
+    grid,
+    config: KaleidoConfig | None = None,
+    core=None,
+    fmt: SoftmaxFormat | None = None,
+    *,
+    variant: str = "kaleido",
+) -> int:
     """Exact cycles of ``kaleido.hdl.core.KaleidoAttentionCore`` for one
     head (its ``cycles`` port: from the command to the last O write, both
     counted) with a memory that never stalls and an always-ready write port.
@@ -1243,7 +1255,13 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
     tile's row ends waiting for the divider; P ``TILE_SOFTMAX_LATENCY``
     cycles after its score, the final tile's last P held until the last
     ``r``; the P V stage's passes after its fill (:func:`pv_tile_beats`);
-    the output scaler's two cycles."""
+    the output scaler's two cycles.
+
+    ``variant="dense"``: the dense core (docs/CORE.md "The dense core"):
+    each S tile takes :func:`dense_engine_cycles`, and every P V pair two
+    beats (:func:`pv_tile_beats` with V's FULL threshold 9, never), on an
+    array whose drain is one cycle shorter (the MAC PE has no product
+    register)."""
     from .config import CoreConfig
     from .golden.core import box_mask, pad_box
     from .loopnest import tile_boxes
@@ -1251,6 +1269,12 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
     config = config or KaleidoConfig()
     core = core or CoreConfig()
     fmt = fmt or SoftmaxFormat()
+    if variant not in ("kaleido", "dense"):
+        raise ValueError(f"variant must be one of ('kaleido', 'dense'), not {variant!r}")
+    dense = variant == "dense"
+    # P V: the dense array issues both tokens of every pair (FULL never)
+    pv_config = config.replace(F=9, P=9, group_thresholds=None) if dense else config
+    drain = array_drain(config) - (PE_LATENCY - DENSE_PE_LATENCY if dense else 0)
     T, H, W = (int(e) for e in grid)
     tile = core.tile
     bt, by, bx = tile
@@ -1291,7 +1315,10 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
         key = (qb.origin, kb.origin)
         if key not in compute:
             Qp, Kp = pad_box(Q, qb, tile), pad_box(K, kb, tile)
-            compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
+            if dense:
+                compute[key] = dense_engine_cycles(tt, config).compute
+            else:
+                compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
         first_s = w + 2 + compute[key]  # UNLOAD, then the first read
         gate = 0
         if phase:  # FEED -> V_HEAD -> V_ROWS: the header, then the key box's V rows
@@ -1326,12 +1353,12 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
                 last_fill = max(last_fill, last_fwd + divide + 1)
             bkey = (kb.origin, rows)
             if bkey not in pv_beats:
-                pv_beats[bkey] = pv_tile_beats(V[kb.tokens], kb.shape, rows, config)
+                pv_beats[bkey] = pv_tile_beats(V[kb.tokens], kb.shape, rows, pv_config)
             B, b = pv_beats[bkey]
             last_issue = last_fill + B - b + PV_TILE_ISSUE - 1
             pv_ready = last_issue + 1
             if final_k:
-                last_o = last_issue + b + array_drain(config) + PV_TILE_TAIL + (rows - 1) % R
+                last_o = last_issue + b + drain + PV_TILE_TAIL + (rows - 1) % R
                 last_write = max(last_write, last_o + 2)
                 if qi + 1 < len(boxes):
                     state += 1  # QUERY

@@ -133,7 +133,9 @@ def test_a_long_stall_on_o_loses_no_drain(seed):
     assert simulate(PvTile(cfg, TILE, 6), bench) == expected, f"seed {seed}"
 
 
-@pytest.mark.parametrize("name, stalls", [("b4", ("none", "none")), ("b16", ("random", "random")), ("F3", ("none", "none"))])
+@pytest.mark.parametrize(
+    "name, stalls", [("b4", ("none", "none")), ("b16", ("random", "random")), ("F3", ("none", "none"))]
+)
 def test_dense_variant_is_the_dense_product(name, stalls, seed):
     """``PvTile(variant="dense")`` (``DensePvArray``: every anchor and
     follower a MAC beat, no reuse): every total equals the exact ``sum over
