@@ -456,6 +456,13 @@ MUTANTS = [
         "dense engine",
     ),
     Mutant(
+        "dense_pv_follower_operand",
+        "hdl/baseline.py",
+        "beat.b[c].eq(Mux(second, unit.v_f[c], unit.v_a[c]))",
+        "beat.b[c].eq(Mux(second, unit.v_a[c], unit.v_a[c]))",
+        "dense engine",
+    ),
+    Mutant(
         "dense_engine_model_latency",
         "kaleido/model.py",
         "DENSE_PE_LATENCY = 1",

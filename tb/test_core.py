@@ -9,56 +9,14 @@ import os
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
-from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from kaleido.config import CoreConfig, KaleidoConfig
 from kaleido.golden.core import core_attention
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
-from kaleido.tb.core_benches import CoreBench
-from kaleido.tb.core_io import core_command, decode_o, run_core
+from kaleido.tb.core_io import core_head, run_core, simulate_core
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
-
-
-def core_head(grid, split, seed: int):
-    """A seeded video head (Q, K, V int8) on ``grid`` with ``split``."""
-    w = synthetic_video("hunyuan", grid, "slow", seed % 1000)
-    d = sum(split)
-    rng = np.random.default_rng(seed)
-    take = rng.choice(w.q.shape[1], size=d, replace=d > w.q.shape[1])
-    return w.q[:, take], w.k[:, take], w.v[:, take], w.scales
-
-
-def simulate_core(Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000, stall_seed=None, variant="kaleido"):
-    """One head through the core (``variant``: ``"kaleido"`` or
-    ``"dense"``) in the Amaranth simulator; returns O (int64 ``(N, d)``)
-    and the core's ``cycles``."""
-    fmt = fmt or SoftmaxFormat()
-    n, d = Q.shape
-    C = config.array_cols
-    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
-    dut = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
-    out: list = []
-
-    async def bench(ctx):
-        ctx.set(dut.cmd.payload, cmd)
-        ctx.set(dut.cmd.valid, 1)
-        await ctx.tick()
-        ctx.set(dut.cmd.valid, 0)
-        cycles = 0
-        while ctx.get(dut.busy):
-            await ctx.tick()
-            cycles += 1
-            assert cycles < limit, f"seed {SEED}: the core did not finish in {limit} cycles"
-        values = [ctx.get(dut.o_banks[e % C].data[e // C]) for e in range(n * d)]
-        out.append((decode_o(values, n, d, dut.width), ctx.get(dut.cycles)))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    return out[0]
 
 
 @pytest.mark.parametrize(
