@@ -58,7 +58,7 @@ def test_core_with_random_stalls():
     assert cycles > core_cycles(Q, K, V, grid, config, core), f"seed {SEED}: the stalls cost nothing"
 
 
-#: the golden model with reuse off (``tb/demo.py``'s ``dense_config``): what the dense core computes
+#: the golden model with reuse off (thresholds 9 on Q K^T, FULL threshold 9 on V): what the dense core computes
 REUSE_OFF = {"thresholds": ((9, 9),) * 3, "v_full": 9}
 
 
