@@ -81,7 +81,7 @@ class DenseEngine(wiring.Component):
     :class:`~kaleido.hdl.accumulation_buffer.AccumulationBuffer`.
 
     The walk: for every batch ``b``, row block ``bi`` and column block
-    ``bj``, one pass of :func:`dense_pass_beats` beats (channel ``k`` of
+    ``bj``, one pass of :func:`~kaleido.loopnest.dense_pass_beats` beats (channel ``k`` of
     the batch on beat ``k``) on the :class:`~kaleido.hdl.baseline.DenseArray`;
     PE ``(r, c)`` drains ``S[bi R + r, bj C + c]``'s partial sum for the
     batch into the buffer (batch 0 overwrites, the rest add; one entry
