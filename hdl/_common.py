@@ -2,7 +2,7 @@
 
 from ..config import KaleidoConfig
 
-__all__ = ["as_config", "popcount", "count_below", "VARIANTS", "check_variant"]
+__all__ = ["as_config", "popcount", "count_below"]
 
 
 def as_config(config) -> KaleidoConfig:
@@ -13,19 +13,6 @@ def as_config(config) -> KaleidoConfig:
     if not isinstance(config, KaleidoConfig):
         raise TypeError(f"config must be a KaleidoConfig, not {config!r}")
     return config
-
-
-#: the arrays a tile stage or a core is built on: ``"kaleido"`` (reuse)
-#: or ``"dense"`` (the baseline: int8 MAC PEs, no reuse)
-VARIANTS = ("kaleido", "dense")
-
-
-def check_variant(variant) -> str:
-    """``variant`` if it is one of :data:`VARIANTS`; anything else is a
-    ValueError naming the value."""
-    if not isinstance(variant, str) or variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS!r}, not {variant!r}")
-    return variant
 
 
 def popcount(bits):

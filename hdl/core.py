@@ -23,9 +23,9 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..checks import check_qkv
+from ..checks import check_qkv, check_variant
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from ._common import as_config, check_variant
+from ._common import as_config
 from .dense_engine import DenseEngine
 from .engine import KaleidoEngine
 from .mem_port import ADDR_WIDTH, read_request_layout, read_response_layout

@@ -23,9 +23,10 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_variant
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from ..loopnest import chunks, group_slices, pv_chunk
-from ._common import as_config, check_variant
+from ._common import as_config
 from .baseline import DensePvArray
 from .o_accumulator import OAccumulator, o_acc_layout, o_partial_layout
 from .pv_array import PvArray

@@ -53,7 +53,7 @@ import math
 
 import numpy as np
 
-from .checks import check_qk
+from .checks import check_qk, check_variant
 from .config import LFSR_SEED, PE_LATENCY, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.grouped import grouped_follower_classes, grouped_op_counts
@@ -1269,9 +1269,7 @@ def core_cycles(
     config = config or KaleidoConfig()
     core = core or CoreConfig()
     fmt = fmt or SoftmaxFormat()
-    if variant not in ("kaleido", "dense"):
-        raise ValueError(f"variant must be one of ('kaleido', 'dense'), not {variant!r}")
-    dense = variant == "dense"
+    dense = check_variant(variant) == "dense"
     # P V: the dense array issues both tokens of every pair (FULL never)
     pv_config = config.replace(F=9, P=9, group_thresholds=None) if dense else config
     drain = array_drain(config) - (PE_LATENCY - DENSE_PE_LATENCY if dense else 0)

@@ -148,3 +148,11 @@ def test_dense_engine_model_rejects_bad_input():
         dense_engine_cycles(8, method="fast")
     with pytest.raises(TypeError, match="config"):
         DenseEngine("hunyuan", (2, 2, 2))  # type: ignore[arg-type]
+
+
+def test_core_model_rejects_an_unknown_variant():
+    from kaleido.model import core_cycles
+
+    Z = np.zeros((8, 48), np.int8)
+    with pytest.raises(ValueError, match="'sparse'"):
+        core_cycles(Z, Z, Z, (2, 2, 2), KaleidoConfig(split=(16, 16, 16)), variant="sparse")
