@@ -12,7 +12,10 @@ to external memory, every on-chip buffer bounded by the configuration.
 The walk (``golden.core.core_attention`` with ``s_pass = "recompute"``):
 for each query box, pass 1 runs every key box's S tile into the softmax's
 row maxima; pass 2 runs them again, with the key box's V, for P and P V;
-the final key box's reciprocals scale O.
+the final key box's reciprocals scale O. ``variant="dense"`` builds the
+baseline beside it: the same blocks and buffers with the
+:class:`~kaleido.hdl.dense_engine.DenseEngine` and the dense P V array
+(docs/CORE.md "The dense core").
 """
 
 from __future__ import annotations

@@ -97,9 +97,9 @@ class PvTile(wiring.Component):
     variant : str
         The P V array: ``"kaleido"`` (:class:`~kaleido.hdl.pv_array.PvArray`,
         V reuse) or ``"dense"`` (:class:`~kaleido.hdl.baseline.DensePvArray`:
-        every unit's anchor and follower as two MAC beats, no reuse; the
-        same O, more cycles, and :func:`kaleido.model.pv_tile_cycles` does
-        not apply).
+        every unit's anchor and follower as two MAC beats, no reuse: the
+        exact ``sum P V``; :func:`kaleido.model.pv_tile_cycles` does not
+        apply, ``core_cycles(..., variant="dense")`` models it in the core).
 
     Ports: ``i`` (in stream, :func:`pv_tile_in_layout`): per key tile a
     header, the V tile, the P tile; ``o`` (out stream,
