@@ -7,7 +7,7 @@ batch of ``BATCH`` products (``config.acc_width`` bits, 20 for BATCH 16),
 and drains it, like the Kaleido PE, into the accumulation buffer; the habit
 of a 32-bit accumulator (``MAC_WIDTH``) is available as ``width=32``."""
 
-from amaranth import Module, Signal, signed
+from amaranth import Module, Mux, Signal, signed
 from amaranth.hdl import EnableInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -15,8 +15,9 @@ from amaranth.lib.wiring import In, Out
 from ..config import KaleidoConfig
 from ._common import as_config
 from .layouts import tile_layout
+from .pv_dispatcher import pv_unit_layout
 
-__all__ = ["MacPE", "DenseArray", "MAC_WIDTH"]
+__all__ = ["MacPE", "DenseArray", "DensePvArray", "MAC_WIDTH"]
 
 MAC_WIDTH = 32
 MAC_CTL = data.StructLayout({"slot": 1, "last": 1})
@@ -114,4 +115,58 @@ class DenseArray(wiring.Component):
                 core.d.comb += [pe.b_in.eq(north), self.tiles[r][c].eq(pe.tile)]
         m.submodules.core = EnableInserter(~self.hold)(core)
         m.d.comb += self.slots.ready.eq(~self.hold)
+        return m
+
+
+class DensePvArray(wiring.Component):
+    """The dense P V array: :class:`~kaleido.hdl.pv_array.PvArray`'s ports
+    on a :class:`DenseArray`, no reuse. Each contraction unit of
+    ``units`` (``pv_unit_layout``) is held in a register (one cycle, as the
+    P V dispatcher's detector) and issued as two MAC beats, its anchor
+    (``p_a`` x ``v_a``) then its follower (``p_f`` x ``v_f``), or one beat
+    (the anchor) when it is unpaired (``absent``); the unit's ``last`` rides
+    on its final beat. ``hold`` stalls the array and the unit register;
+    ``tiles``: each pass drains one partial ``O`` tile, PE ``(r, c)`` ``r +
+    c + 1`` cycles after the pass's last beat (:meth:`DenseArray.tile_latency`)."""
+
+    def __init__(self, config: KaleidoConfig | None = None):
+        config = as_config(config)
+        self._config = config
+        R, C = config.array_rows, config.array_cols
+        super().__init__(
+            {
+                "units": In(stream.Signature(pv_unit_layout(R, C))),
+                "hold": In(1),
+                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        R, C = cfg.array_rows, cfg.array_cols
+        m.submodules.array = array = DenseArray(cfg)
+        unit = Signal(pv_unit_layout(R, C))
+        held = Signal()  # a unit is in the register
+        second = Signal()  # its follower's beat is next
+        final = unit.absent | second
+        beat_taken = held & array.slots.ready
+        done = beat_taken & final
+        m.d.comb += self.units.ready.eq(~self.hold & (~held | done))
+        with m.If(self.units.valid & self.units.ready):
+            m.d.sync += [unit.eq(self.units.payload), held.eq(1), second.eq(0)]
+        with m.Elif(done):
+            m.d.sync += [held.eq(0), second.eq(0)]
+        with m.Elif(beat_taken):
+            m.d.sync += second.eq(1)
+        beat = array.slots.payload
+        m.d.comb += [
+            array.slots.valid.eq(held),
+            array.hold.eq(self.hold),
+            beat.ctl.slot.eq(1),
+            beat.ctl.last.eq(unit.last & final),
+        ]
+        m.d.comb += [beat.a[r].eq(Mux(second, unit.p_f[r], unit.p_a[r])) for r in range(R)]
+        m.d.comb += [beat.b[c].eq(Mux(second, unit.v_f[c], unit.v_a[c])) for c in range(C)]
+        m.d.comb += [self.tiles[r][c].eq(array.tiles[r][c]) for r in range(R) for c in range(C)]
         return m

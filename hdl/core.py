@@ -12,7 +12,10 @@ to external memory, every on-chip buffer bounded by the configuration.
 The walk (``golden.core.core_attention`` with ``s_pass = "recompute"``):
 for each query box, pass 1 runs every key box's S tile into the softmax's
 row maxima; pass 2 runs them again, with the key box's V, for P and P V;
-the final key box's reciprocals scale O.
+the final key box's reciprocals scale O. ``variant="dense"`` builds the
+baseline beside it: the same blocks and buffers with the
+:class:`~kaleido.hdl.dense_engine.DenseEngine` and the dense P V array
+(docs/CORE.md "The dense core").
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..checks import check_qkv
+from ..checks import check_qkv, check_variant
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from ._common import as_config
+from .dense_engine import DenseEngine
 from .engine import KaleidoEngine
 from .mem_port import ADDR_WIDTH, read_request_layout, read_response_layout
 from .pv_tile import PvTile, channel_blocks
@@ -138,7 +142,13 @@ class KaleidoAttentionCore(wiring.Component):
 
     Parameters: ``config`` (the array and the reuse design), ``core``
     (:class:`~kaleido.config.CoreConfig`: the tile, the read port's width
-    and latency, the largest head), ``fmt`` (the softmax's formats).
+    and latency, the largest head), ``fmt`` (the softmax's formats),
+    ``variant``: ``"kaleido"`` (the :class:`~kaleido.hdl.engine.KaleidoEngine`
+    and the P V stage on :class:`~kaleido.hdl.pv_array.PvArray`, with
+    reuse) or ``"dense"`` (the baseline: the
+    :class:`~kaleido.hdl.dense_engine.DenseEngine` and the P V stage on
+    :class:`~kaleido.hdl.baseline.DensePvArray`, no reuse; every other
+    block and buffer the same; docs/CORE.md "The dense core").
 
     Ports: ``cmd`` (in stream, :func:`head_layout`): one head; the read
     port ``rq`` (out) / ``rs`` (in) of :mod:`kaleido.hdl.mem_port`; the
@@ -148,18 +158,25 @@ class KaleidoAttentionCore(wiring.Component):
     """
 
     def __init__(
-        self, config: KaleidoConfig | None = None, core: CoreConfig | None = None, fmt: SoftmaxFormat | None = None
+        self,
+        config: KaleidoConfig | None = None,
+        core: CoreConfig | None = None,
+        fmt: SoftmaxFormat | None = None,
+        variant: str = "kaleido",
     ):
         config = as_config(config)
         core = core or CoreConfig()
         fmt = fmt or SoftmaxFormat()
         check_core(config, core)
+        self.variant = check_variant(variant)
         self._config, self._core, self._fmt = config, core, fmt
         T = core.tile_tokens
         self.feeder = TileFeeder(config, core)
-        self.engine = KaleidoEngine(config, core.tile)
+        self.engine: KaleidoEngine | DenseEngine = (
+            KaleidoEngine(config, core.tile) if variant == "kaleido" else DenseEngine(config, core.tile)
+        )
         self.softmax = TileSoftmax(config, fmt, lanes=1, rows=T, max_tokens=core.max_tokens)
-        self.pv = PvTile(config, core.tile, rows=T)
+        self.pv = PvTile(config, core.tile, rows=T, variant=variant)
         self.scaler = OutputScaler(config, fmt, lanes=config.array_cols, acc_width=default_acc_width(fmt))
         self.blocks = len(channel_blocks(config))
         super().__init__(

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-from ..config import KaleidoConfig, add_config_arguments, config_from_args
+from ..config import CoreConfig, KaleidoConfig, add_config_arguments, config_from_args
 from .array import KaleidoArray
-from .baseline import DenseArray, MacPE
+from .baseline import DenseArray, DensePvArray, MacPE
+from .core import KaleidoAttentionCore
+from .dense_engine import DenseEngine
 from .detector import ReuseDetector
 from .dispatched_array import DispatchedArray
 from .engine import KaleidoEngine
@@ -49,15 +51,22 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "tile_softmax": TileSoftmax,  # default format, lanes = array_cols, rows = CoreConfig().tile_tokens
     "o_accumulator": OAccumulator,  # lanes = array_cols, rows = CoreConfig().tile_tokens, channels = d
     "pv_tile": lambda cfg: PvTile(cfg, (2, 2, 4), 6),  # the block case's stage (kaleido.tb.pv_tile_cases)
+    "dense_pv_array": DensePvArray,
+    "dense_engine": DenseEngine,  # also takes grid= (an elaboration parameter)
+    # the whole core and the dense core beside it (the same buffers but the
+    # engine's and the P V array's; docs/CORE.md "The dense core"), CoreConfig()
+    "core": lambda cfg: KaleidoAttentionCore(cfg, CoreConfig()),
+    "dense_core": lambda cfg: KaleidoAttentionCore(cfg, CoreConfig(), variant="dense"),
 }
 
 #: designs whose factory takes ``grid=`` as well as the configuration
-GRID_DESIGNS = {"engine"}
+GRID_DESIGNS = {"engine", "dense_engine"}
 
 #: designs `make verilog` writes (the dispatched array's dynamic channel
 #: selects make its Verilog large; it and the engine, which contains it,
-#: are emitted for their own tests and for `make sim`)
-DEFAULT_EMIT = [d for d in DESIGNS if d not in ("dispatched_array", "engine")]
+#: are emitted for their own tests and for `make sim`; the engines take a
+#: grid; the cores are for synthesis)
+DEFAULT_EMIT = [d for d in DESIGNS if d not in ("dispatched_array", "engine", "dense_engine", "core", "dense_core")]
 
 
 def module_name(design: str, config: KaleidoConfig) -> str:

@@ -23,9 +23,11 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_variant
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from ..loopnest import chunks, group_slices, pv_chunk
 from ._common import as_config
+from .baseline import DensePvArray
 from .o_accumulator import OAccumulator, o_acc_layout, o_partial_layout
 from .pv_array import PvArray
 from .softmax import default_acc_width
@@ -92,6 +94,12 @@ class PvTile(wiring.Component):
         The largest key tile (even extents; default ``CoreConfig().tile``).
     rows : int
         The largest query tile (default ``CoreConfig().tile_tokens``).
+    variant : str
+        The P V array: ``"kaleido"`` (:class:`~kaleido.hdl.pv_array.PvArray`,
+        V reuse) or ``"dense"`` (:class:`~kaleido.hdl.baseline.DensePvArray`:
+        every unit's anchor and follower as two MAC beats, no reuse: the
+        exact ``sum P V``; :func:`kaleido.model.pv_tile_cycles` does not
+        apply, ``core_cycles(..., variant="dense")`` models it in the core).
 
     Ports: ``i`` (in stream, :func:`pv_tile_in_layout`): per key tile a
     header, the V tile, the P tile; ``o`` (out stream,
@@ -109,9 +117,12 @@ class PvTile(wiring.Component):
     ``o`` never loses a drain. Cycles: :func:`kaleido.model.pv_tile_cycles`.
     """
 
-    def __init__(self, config: KaleidoConfig | None = None, tile=None, rows: int | None = None):
+    def __init__(
+        self, config: KaleidoConfig | None = None, tile=None, rows: int | None = None, *, variant: str = "kaleido"
+    ):
         config = as_config(config)
         self._config = config
+        self._variant = check_variant(variant)
         self._tile = _check_tile(CoreConfig().tile if tile is None else tile)
         if rows is None:
             rows = CoreConfig().tile_tokens
@@ -256,7 +267,7 @@ class PvTile(wiring.Component):
         b_pad, b_absent, b_bank, b_last = Signal(), Signal(), Signal(), Signal()
         b_blk = Signal.like(blk)
         b_rows = Signal(range(R + 1))  # rows of the unit's row block in the query tile (the rest read as P = 0)
-        arr = PvArray(cfg)
+        arr = PvArray(cfg) if self._variant == "kaleido" else DensePvArray(cfg)
         m.submodules.array = arr
         b_free = ~b_valid | arr.units.ready
         issue = (state == RUN) & b_free & credit_ok

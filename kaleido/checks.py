@@ -17,6 +17,8 @@ __all__ = [
     "check_qk",
     "check_qkv",
     "check_scales",
+    "ARRAY_VARIANTS",
+    "check_variant",
 ]
 
 
@@ -104,6 +106,20 @@ def check_grid(grid, n: int | None = None) -> tuple[int, int, int]:
     if n is not None and parts[0] * parts[1] * parts[2] != n:
         raise ValueError(f"grid {parts!r} holds {parts[0] * parts[1] * parts[2]} tokens, but the tensor has N = {n}")
     return parts
+
+
+#: the arrays a P V tile stage, an attention core or its cycle model is
+#: built on: ``"kaleido"`` (reuse) or ``"dense"`` (the baseline: int8 MAC
+#: PEs, no reuse; docs/CORE.md "The dense core")
+ARRAY_VARIANTS = ("kaleido", "dense")
+
+
+def check_variant(variant) -> str:
+    """``variant`` if it is one of :data:`ARRAY_VARIANTS`; anything else is
+    a ValueError naming the value."""
+    if not isinstance(variant, str) or variant not in ARRAY_VARIANTS:
+        raise ValueError(f"variant must be one of {ARRAY_VARIANTS!r}, not {variant!r}")
+    return variant
 
 
 def check_side(side: str) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "pv_passes",
     "Box",
     "tile_boxes",
+    "dense_pass_beats",
 ]
 
 #: reuse direction of each channel group (t-, x-, y-channels) as a grid axis
@@ -212,3 +213,16 @@ def tile_boxes(grid, tile) -> list[Box]:
                 sub = idx[t0 : t0 + bt, y0 : y0 + by, x0 : x0 + bx]
                 out.append(Box((t0, y0, x0), sub.shape, sub.ravel()))
     return out
+
+
+# -- the dense baseline (issue 13, docs/CORE.md "The dense core") ------------
+
+
+def dense_pass_beats(count: int, config: KaleidoConfig) -> int:
+    """Beats of one pass of the dense engine over a batch of ``count``
+    channels: one a channel, and at least ``ceil((R + C - 1) / 3)``
+    (bubbles after the channels), so a pass's last tile leaves the array
+    before the accumulation buffer's ring of four passes in flight reuses
+    its entry (three later passes take at least ``R + C - 1`` beats)."""
+    R, C = config.array_rows, config.array_cols
+    return max(int(count), -(-(R + C - 1) // 3))

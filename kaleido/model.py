@@ -53,13 +53,13 @@ import math
 
 import numpy as np
 
-from .checks import check_qk
-from .config import LFSR_SEED, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
+from .checks import check_qk, check_variant
+from .config import LFSR_SEED, PE_LATENCY, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.grouped import grouped_follower_classes, grouped_op_counts
 from .golden.loopnest import unit_order
 from .golden.scheduler import reuse_strings, schedule, schedule_cycles
-from .loopnest import batches, chunks, unit_tags
+from .loopnest import batches, chunks, dense_pass_beats, unit_tags
 
 __all__ = [
     "VARIANTS",
@@ -71,6 +71,10 @@ __all__ = [
     "EngineTiming",
     "engine_cycles",
     "engine_tiles",
+    "DenseEngineTiming",
+    "dense_engine_cycles",
+    "DENSE_PE_LATENCY",
+    "DENSE_FIRST_TAKE",
     "ENGINE_MODEL_TOKENS",
     "pass_phase_beats",
     "scheduler_cycles",
@@ -845,6 +849,104 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     )
 
 
+#: cycles from the dense array (``kaleido.hdl.baseline.DenseArray``)
+#: accepting a pass's last beat to PE ``(r, c)``'s tile: ``r + c`` (skew
+#: and hops), then the MAC PE's drain register
+DENSE_PE_LATENCY = 1
+
+#: the dense engine's first pass is taken in its second RUN cycle (the
+#: first reads the Q and K banks)
+DENSE_FIRST_TAKE = 1
+
+
+@dataclasses.dataclass
+class DenseEngineTiming:
+    """Cycle budget of one head on ``kaleido.hdl.dense_engine.DenseEngine``
+    with an always-valid ``qk`` and an always-ready ``s`` (the fields of
+    :class:`EngineTiming` that apply): ``beats`` the array's beats
+    (bubbles included), ``held`` the cycles the accumulation buffer held
+    the array, ``compute`` the engine's ``cycles`` port, ``total`` =
+    ``load + compute + output``."""
+
+    load: int
+    beats: int
+    held: int
+    compute: int
+    output: int
+    total: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _dense_tiles(n_tokens: int, cfg: KaleidoConfig) -> _BatchTiles:
+    """The accumulation buffer's traffic of a whole head on the dense
+    engine, as one :class:`_BatchTiles` (the walk never waits between
+    batches: an ``S`` entry always goes through one PE and one bank FIFO,
+    in order). Pass ``k`` (batch outer, row block, column block inner) of
+    ``L_k`` beats (:func:`~kaleido.loopnest.dense_pass_beats`) is taken at
+    tick ``T_k = L_0 + ... + L_{k-1}`` (the cycle before its first beat);
+    its last beat is at ``T_k + L_k`` and PE ``(r, c)``'s tile, for ``S[bi R
+    + r, bj C + c]``, ``r + c + DENSE_PE_LATENCY`` later."""
+    R, C, B = cfg.array_rows, cfg.array_cols, cfg.s_banks
+    rb, cb = -(-n_tokens // R), -(-n_tokens // C)
+    L = np.repeat(np.array([dense_pass_beats(n, cfg) for _, n in cfg.batches], dtype=np.int64), rb * cb)
+    take = np.concatenate([[0], np.cumsum(L)[:-1]])
+    last_beat = (take + L).reshape(-1, rb, cb)  # (batch, bi, bj)
+    i = np.arange(rb)[:, None] * R + np.arange(R)[None, :]  # (bi, r)
+    j = np.arange(cb)[:, None] * C + np.arange(C)[None, :]  # (bj, c)
+    lat = np.add.outer(np.arange(R), np.arange(C)) + DENSE_PE_LATENCY  # (r, c)
+    when = last_beat[:, :, :, None, None] + lat[None, None, None, :, :]  # (batch, bi, bj, r, c)
+    ii, jj = i[None, :, None, :, None], j[None, None, :, None, :]
+    ok = np.broadcast_to((ii < n_tokens) & (jj < n_tokens), when.shape)
+    key = when * B + s_bank(ii, jj, B)
+    uk, cnt = np.unique(key[ok], return_counts=True)
+    return _BatchTiles(
+        length=int(L.sum()),
+        last_take=int(take[-1]),
+        last_tile=int(take[-1] + L[-1] + R + C - 2 + DENSE_PE_LATENCY),
+        ticks=uk // B,
+        banks=uk % B,
+        counts=cnt.astype(np.int64),
+    )
+
+
+def dense_engine_cycles(
+    n_tokens: int, config: KaleidoConfig | None = None, *, method: str = "auto"
+) -> DenseEngineTiming:
+    """Exact cycle count of the dense engine
+    (``kaleido.hdl.dense_engine.DenseEngine``) for a head of ``n_tokens``
+    tokens; data-independent. The passes follow back to back from
+    :data:`DENSE_FIRST_TAKE` (no scheduler, no drain wait between batches),
+    their tiles into the same accumulation buffer as the Kaleido engine's,
+    with the same holds and the same end (:func:`_engine_walk`: the last
+    tile taken and the last bank write, each seen a cycle later).
+    ``method`` as :func:`engine_cycles`'s."""
+    cfg = config or KaleidoConfig()
+    if not isinstance(n_tokens, int) or isinstance(n_tokens, bool):
+        raise TypeError(f"n_tokens must be an integer, not {n_tokens!r}")
+    if not 2 <= n_tokens <= ENGINE_MODEL_TOKENS:
+        raise ValueError(f"n_tokens must be in 2..{ENGINE_MODEL_TOKENS}, not {n_tokens!r}")
+    if method not in ("auto", "events"):
+        raise ValueError(f"method must be 'auto' or 'events', not {method!r}")
+    tiles = _dense_tiles(n_tokens, cfg)
+    # _engine_walk takes batch 0's first pass W + 2 cycles into RUN (its scheduling)
+    W = [DENSE_FIRST_TAKE - 2]
+    walk = _engine_walk([tiles], W, cfg, holds=False) if method == "auto" else None
+    if walk is None:
+        walk = _engine_walk([tiles], W, cfg, holds=True)
+    assert walk is not None
+    load, output = 2 * n_tokens * len(cfg.batches), n_tokens * n_tokens + 1
+    return DenseEngineTiming(
+        load=load,
+        beats=tiles.length,
+        held=walk["held"],
+        compute=walk["compute"],
+        output=output,
+        total=load + walk["compute"] + output,
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class PvTiming:
     """P V of a head on the array (issue 12, :func:`pv_cycles`): beats and
@@ -1130,7 +1232,17 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
 # -- the attention core (issue 13, docs/CORE.md "The core") ------------------
 
 
-def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, fmt: SoftmaxFormat | None = None) -> int:
+def core_cycles(
+    Q,
+    K,
+    V,
+    grid,
+    config: KaleidoConfig | None = None,
+    core=None,
+    fmt: SoftmaxFormat | None = None,
+    *,
+    variant: str = "kaleido",
+) -> int:
     """Exact cycles of ``kaleido.hdl.core.KaleidoAttentionCore`` for one
     head (its ``cycles`` port: from the command to the last O write, both
     counted) with a memory that never stalls and an always-ready write port.
@@ -1143,7 +1255,13 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
     tile's row ends waiting for the divider; P ``TILE_SOFTMAX_LATENCY``
     cycles after its score, the final tile's last P held until the last
     ``r``; the P V stage's passes after its fill (:func:`pv_tile_beats`);
-    the output scaler's two cycles."""
+    the output scaler's two cycles.
+
+    ``variant="dense"``: the dense core (docs/CORE.md "The dense core"):
+    each S tile takes :func:`dense_engine_cycles`, and every P V pair two
+    beats (:func:`pv_tile_beats` with V's FULL threshold 9, never), on an
+    array whose drain is one cycle shorter (the MAC PE has no product
+    register)."""
     from .config import CoreConfig
     from .golden.core import box_mask, pad_box
     from .loopnest import tile_boxes
@@ -1151,6 +1269,10 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
     config = config or KaleidoConfig()
     core = core or CoreConfig()
     fmt = fmt or SoftmaxFormat()
+    dense = check_variant(variant) == "dense"
+    # P V: the dense array issues both tokens of every pair (FULL never)
+    pv_config = config.replace(F=9, P=9, group_thresholds=None) if dense else config
+    drain = array_drain(config) - (PE_LATENCY - DENSE_PE_LATENCY if dense else 0)
     T, H, W = (int(e) for e in grid)
     tile = core.tile
     bt, by, bx = tile
@@ -1191,7 +1313,10 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
         key = (qb.origin, kb.origin)
         if key not in compute:
             Qp, Kp = pad_box(Q, qb, tile), pad_box(K, kb, tile)
-            compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
+            if dense:
+                compute[key] = dense_engine_cycles(tt, config).compute
+            else:
+                compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
         first_s = w + 2 + compute[key]  # UNLOAD, then the first read
         gate = 0
         if phase:  # FEED -> V_HEAD -> V_ROWS: the header, then the key box's V rows
@@ -1226,12 +1351,12 @@ def core_cycles(Q, K, V, grid, config: KaleidoConfig | None = None, core=None, f
                 last_fill = max(last_fill, last_fwd + divide + 1)
             bkey = (kb.origin, rows)
             if bkey not in pv_beats:
-                pv_beats[bkey] = pv_tile_beats(V[kb.tokens], kb.shape, rows, config)
+                pv_beats[bkey] = pv_tile_beats(V[kb.tokens], kb.shape, rows, pv_config)
             B, b = pv_beats[bkey]
             last_issue = last_fill + B - b + PV_TILE_ISSUE - 1
             pv_ready = last_issue + 1
             if final_k:
-                last_o = last_issue + b + array_drain(config) + PV_TILE_TAIL + (rows - 1) % R
+                last_o = last_issue + b + drain + PV_TILE_TAIL + (rows - 1) % R
                 last_write = max(last_write, last_o + 2)
                 if qi + 1 < len(boxes):
                     state += 1  # QUERY

@@ -126,7 +126,7 @@ class CoreBench(wiring.Component):
     ``stall_seed`` (the soak): the memory stalls requests and delays
     responses at random (:class:`~kaleido.hdl.mem_port.StallingMemoryModel`,
     a quarter of the cycles each) and the O memory refuses a quarter of the
-    cycles' writes.
+    cycles' writes. ``variant``: the core's (``"kaleido"`` or ``"dense"``).
     Ports: the core's ``cmd``, ``busy`` and ``cycles``; ``raddr``/``rdata``
     read word ``raddr`` of every bank (values ``array_cols raddr ..``,
     the first in the low bits) combinationally, for the check."""
@@ -139,6 +139,7 @@ class CoreBench(wiring.Component):
         core: CoreConfig,
         fmt: SoftmaxFormat | None = None,
         stall_seed: int | None = None,
+        variant: str = "kaleido",
     ):
         fmt = fmt or SoftmaxFormat()
         self.stalls = None if stall_seed is None else Lfsr(stall_seed ^ 0x5A5A5A5A or 1)
@@ -146,7 +147,7 @@ class CoreBench(wiring.Component):
             self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
         else:
             self.model = StallingMemoryModel(core.port_bytes, image, core.mem_latency, stall_seed)
-        self.core = KaleidoAttentionCore(config, core, fmt)
+        self.core = KaleidoAttentionCore(config, core, fmt, variant)
         self.width = 8 + fmt.out_frac_bits
         C = config.array_cols
         self.o_banks = [Memory(shape=unsigned(self.width), depth=-(-o_values // C), init=[]) for _ in range(C)]

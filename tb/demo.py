@@ -3,8 +3,10 @@
 in its memory model, runs the head on the chosen simulator (the testbench
 only starts it and waits for ``busy`` to fall: ``tb/cocotb_core.py``),
 checks O bit for bit against the tiled golden model and prints the core's
-cycles, the cycle model's, those of the same core with reuse switched off
-(the dense core) and the speedup. Writes ``build/sim/result.json``.
+cycles, the cycle model's, the dense core's (``variant="dense"``: the
+same buffers, ``DenseEngine`` and ``DensePvArray``, by
+``core_cycles(..., variant="dense")``) and the speedup. Writes
+``build/sim/result.json``.
 
 ``python -m kaleido.tb.demo [--sim verilator|icarus] [--grid T,H,W]
 [--preset hunyuan|wan] [--seed S] [--tile t,y,x] [--port-bytes B]
@@ -34,12 +36,6 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
         raise SystemExit(f"error: {what} must be comma-separated integers, not {text!r}") from None
 
 
-def dense_config(config):
-    """The same core with reuse switched off: no pair is ever FULL or
-    PARTIAL (thresholds 9 on Q K^T, FULL threshold 9 on V)."""
-    return config.replace(F=9, P=9, group_thresholds=((9, 9),) * 3)
-
-
 def reference(w, grid, config, core) -> tuple:
     """O of the tiled golden model, the core's cycles by the model, and the
     dense core's."""
@@ -50,7 +46,7 @@ def reference(w, grid, config, core) -> tuple:
         w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
     )
     model = core_cycles(w.q, w.k, w.v, grid, config, core)
-    dense = core_cycles(w.q, w.k, w.v, grid, dense_config(config), core)
+    dense = core_cycles(w.q, w.k, w.v, grid, config, core, variant="dense")
     return ref, model, dense
 
 
@@ -131,7 +127,7 @@ def main(argv=None) -> int:
     print(f"  O bit-exact against the golden model: {'yes' if exact else 'NO'}")
     print(f"  core cycles      {res['cycles']:>12,}")
     print(f"  model cycles     {model:>12,}  ({'equal' if model == res['cycles'] else 'DIFFERENT'})")
-    print(f"  dense core       {dense:>12,}  (the same core with reuse off)")
+    print(f"  dense core       {dense:>12,}  (DenseEngine, DensePvArray: docs/CORE.md)")
     print(f"  speedup          {dense / res['cycles']:>12.3f}x")
     print(f"  simulated at {result['sim_cycles_per_s']:,} cycles/s; {result_path}")
     if args.waves:

@@ -441,6 +441,34 @@ MUTANTS = [
         "m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row + 1)]",
         "tile feeder",
     ),
+    Mutant(
+        "dense_engine_wrong_last",
+        "hdl/dense_engine.py",
+        "beat.ctl.last.eq(cur_left == 1)",
+        "beat.ctl.last.eq(cur_left == 2)",
+        "dense engine",
+    ),
+    Mutant(
+        "dense_engine_walk_off_by_one",
+        "hdl/dense_engine.py",
+        "m.d.sync += [fj.eq(0), k_word.eq(0), fi.eq(fi + 1), q_word.eq(q_word + NB)]",
+        "m.d.sync += [fj.eq(0), k_word.eq(0), fi.eq(fi + 1), q_word.eq(q_word + NB - 1)]",
+        "dense engine",
+    ),
+    Mutant(
+        "dense_pv_follower_operand",
+        "hdl/baseline.py",
+        "beat.b[c].eq(Mux(second, unit.v_f[c], unit.v_a[c]))",
+        "beat.b[c].eq(Mux(second, unit.v_a[c], unit.v_a[c]))",
+        "dense engine",
+    ),
+    Mutant(
+        "dense_engine_model_latency",
+        "kaleido/model.py",
+        "DENSE_PE_LATENCY = 1",
+        "DENSE_PE_LATENCY = 2",
+        "dense engine",
+    ),
 ]
 
 

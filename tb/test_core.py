@@ -9,55 +9,14 @@ import os
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
-from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from kaleido.config import CoreConfig, KaleidoConfig
 from kaleido.golden.core import core_attention
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
-from kaleido.tb.core_benches import CoreBench
-from kaleido.tb.core_io import core_command, decode_o, run_core
+from kaleido.tb.core_io import core_head, run_core, simulate_core
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
-
-
-def core_head(grid, split, seed: int):
-    """A seeded video head (Q, K, V int8) on ``grid`` with ``split``."""
-    w = synthetic_video("hunyuan", grid, "slow", seed % 1000)
-    d = sum(split)
-    rng = np.random.default_rng(seed)
-    take = rng.choice(w.q.shape[1], size=d, replace=d > w.q.shape[1])
-    return w.q[:, take], w.k[:, take], w.v[:, take], w.scales
-
-
-def simulate_core(Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000, stall_seed=None):
-    """One head through the core in the Amaranth simulator; returns O
-    (int64 ``(N, d)``) and the core's ``cycles``."""
-    fmt = fmt or SoftmaxFormat()
-    n, d = Q.shape
-    C = config.array_cols
-    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
-    dut = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed)
-    out: list = []
-
-    async def bench(ctx):
-        ctx.set(dut.cmd.payload, cmd)
-        ctx.set(dut.cmd.valid, 1)
-        await ctx.tick()
-        ctx.set(dut.cmd.valid, 0)
-        cycles = 0
-        while ctx.get(dut.busy):
-            await ctx.tick()
-            cycles += 1
-            assert cycles < limit, f"seed {SEED}: the core did not finish in {limit} cycles"
-        values = [ctx.get(dut.o_banks[e % C].data[e // C]) for e in range(n * d)]
-        out.append((decode_o(values, n, d, dut.width), ctx.get(dut.cycles)))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    return out[0]
 
 
 @pytest.mark.parametrize(
@@ -97,6 +56,59 @@ def test_core_with_random_stalls():
     )
     assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
     assert cycles > core_cycles(Q, K, V, grid, config, core), f"seed {SEED}: the stalls cost nothing"
+
+
+#: the golden model with reuse off (thresholds 9 on Q K^T, FULL threshold 9 on V): what the dense core computes
+REUSE_OFF = {"thresholds": ((9, 9),) * 3, "v_full": 9}
+
+
+@pytest.mark.parametrize(
+    "grid, tile, split, batch",
+    [
+        ((2, 2, 2), (2, 2, 4), (4, 4, 4), 4),  # N = 8: one box, clipped
+        ((2, 2, 4), (2, 2, 4), (5, 4, 7), 4),  # N = 16: channel blocks across array_cols boundaries
+        ((2, 4, 4), (2, 2, 4), (4, 4, 4), 4),  # N = 32: two tiles
+        ((2, 2, 4), (2, 2, 4), (11, 10, 11), 8),  # Wan-like: no group a multiple of the batch or of array_cols
+        pytest.param((3, 3, 5), (2, 2, 4), (4, 8, 4), 4, marks=pytest.mark.slow),  # clipped on every axis
+    ],
+)
+def test_dense_core_is_bit_exact(grid, tile, split, batch):
+    """``KaleidoAttentionCore(variant="dense")`` (``DenseEngine``, the P V
+    stage on ``DensePvArray``): O bit-exact against ``core_attention`` with
+    reuse off; on the reuse core's heads the reuse golden differs, so the
+    check tells the variants apart."""
+    config = KaleidoConfig(split=split, batch=batch)
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
+    Q, K, V, scales = core_head(grid, split, SEED)
+    o, cycles = simulate_core(Q, K, V, grid, scales, config, core, variant="dense")
+    ref, _ = core_attention(Q, K, V, grid, split, scales=scales, core=core, **REUSE_OFF)
+    assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
+    model = core_cycles(Q, K, V, grid, config, core, variant="dense")
+    assert cycles == model, f"seed {SEED}: the dense core took {cycles} cycles, the model says {model}"
+
+
+@pytest.mark.rtl
+def test_dense_core_on_icarus():
+    """The emitted dense core bench on Icarus (the fast path: the
+    testbench only waits for ``busy`` to fall), one tile: O bit-exact with
+    reuse off, ``cycles`` the dense model's."""
+    grid = tile = (2, 2, 4)
+    split = (5, 4, 7)
+    config = KaleidoConfig(split=split, batch=4)
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
+    Q, K, V, scales = core_head(grid, split, SEED)
+    res = run_core("icarus", Q, K, V, grid, scales, config, core, variant="dense")
+    assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
+    ref, _ = core_attention(Q, K, V, grid, split, scales=scales, core=core, **REUSE_OFF)
+    assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
+    assert res["cycles"] == core_cycles(Q, K, V, grid, config, core, variant="dense"), f"seed {SEED}"
+
+
+def test_core_rejects_an_unknown_variant():
+    from kaleido.hdl.core import KaleidoAttentionCore
+
+    with pytest.raises(ValueError, match="'sparse'"):
+        KaleidoAttentionCore(KaleidoConfig(), CoreConfig(), variant="sparse")
 
 
 @pytest.mark.rtl
@@ -200,3 +212,34 @@ def test_core_memories_have_at_most_two_ports():
     assert len(mems) >= 30
     total = sum(m["bits"] for m in mems)
     assert total < 1_100_000, f"{total} bits of on-chip memory"
+
+
+def test_dense_core_has_the_same_buffers():
+    """The dense core's memories (default configuration) have at most two
+    ports, and outside the engine they are the Kaleido core's, one for one
+    (the feeder's tiles, the softmax's row state, the P V stage's P and V
+    tiles and O accumulators, the FIFOs, the r and token banks); in the
+    engine the same S banks, and Q and K once each (``R + C`` banks) where
+    the Kaleido engine keeps two copies and its scheduling memories."""
+    from kaleido.hdl.core import KaleidoAttentionCore
+    from kaleido.tb.core_buffers import memories
+
+    cfg, core = KaleidoConfig(), CoreConfig()
+    kaleido, dense = (memories(KaleidoAttentionCore(cfg, core, variant=v)) for v in ("kaleido", "dense"))
+    crowded = [m["path"] for m in dense if m["read_ports"] + m["write_ports"] > 2]
+    assert not crowded, f"memories with more than two ports: {crowded}"
+
+    def shared(mems):
+        keep = ("core.engine.accumulator.",)
+        return sorted(
+            (m["path"], m["depth"], m["width"])
+            for m in mems
+            if not m["path"].startswith("core.engine.") or m["path"].startswith(keep)
+        )
+
+    assert shared(dense) == shared(kaleido)
+    banks = [m for m in dense if m["path"].startswith(("core.engine.q_bank", "core.engine.k_bank"))]
+    n_batches = len(cfg.batches)
+    assert len(banks) == cfg.array_rows + cfg.array_cols
+    assert sum(m["bits"] for m in banks) == 2 * core.tile_tokens * n_batches * 8 * cfg.batch
+    assert len(shared(dense)) + len(banks) == len(dense)

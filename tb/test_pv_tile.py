@@ -131,3 +131,27 @@ def test_a_long_stall_on_o_loses_no_drain(seed):
         return sink.words
 
     assert simulate(PvTile(cfg, TILE, 6), bench) == expected, f"seed {seed}"
+
+
+@pytest.mark.parametrize(
+    "name, stalls", [("b4", ("none", "none")), ("b16", ("random", "random")), ("F3", ("none", "none"))]
+)
+def test_dense_variant_is_the_dense_product(name, stalls, seed):
+    """``PvTile(variant="dense")`` (``DensePvArray``: every anchor and
+    follower a MAC beat, no reuse): every total equals the exact ``sum over
+    key tiles of P V`` (golden with V's reuse off, ``F = 9``), on smooth V
+    where the reuse variant's totals differ, with and without stalls."""
+    cfg = CONFIGS[name]
+    rng = np.random.default_rng(seed)
+    qts = [[random_key_tile(rng, s, rows, cfg.d, "video") for s in shapes] for rows, shapes in WALK]
+    ins, expected = pv_tile_words(cfg.replace(F=9, P=9), TILE, 6, qts)
+    _, with_reuse = pv_tile_words(cfg, TILE, 6, qts)
+    assert expected != with_reuse  # the check can tell the variants apart
+    bench = lambda be: stream_bench(be, ins, in_stall=stalls[0], out_stall=stalls[1], seed=seed, drain=2000)
+    got, _ = simulate(PvTile(cfg, TILE, 6, variant="dense"), bench)
+    assert got == expected, f"seed {seed}"
+
+
+def test_bad_variant_is_named():
+    with pytest.raises(ValueError, match="'sparse'"):
+        PvTile(variant="sparse")
