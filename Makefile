@@ -15,16 +15,18 @@ help:
 	@echo "make test-fast  every test that needs no HDL simulator (golden model, Amaranth simulator)"
 	@echo "make verilog    write one Verilog file per design into build/verilog/"
 	@echo "make sim        the attention core on a 1,024-token head (SIM=verilator, the default, or SIM=icarus): O checked"
-	@echo "                bit for bit, cycles against the model and the dense core -> build/sim/result.json (WAVES=1)"
-	@echo "                against reuse_scores, cycles vs the model and the dense array; WAVES=1 writes a waveform (FST; VCD on Verilator)"
+	@echo "                bit for bit, cycles against the model and the dense core -> build/sim/result.json"
+	@echo "                (WAVES=1 writes a waveform: FST on Icarus, VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
 	@echo "make formal     SymbiYosys proofs (z3): stream rules, scoreboards, payload, response bounds and covers of the"
 	@echo "                dispatcher blocks, array, buffer, softmax and pass former; PE products for all int8; matcher function;"
 	@echo "                scheduler partition (k-induction) -> build/formal/report.json, table in docs/FORMAL.md"
 	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json (~15 min)"
-	@echo "make synth      Yosys/nextpnr area and Fmax of every design -> build/synth/report.json, docs/SYNTH_TABLE.md;"
-	@echo "                a failing design is named with its log tail and tool version, the rest still finish, exit 1"
+	@echo "make synth      Yosys/nextpnr area and Fmax of every design, and the whole Kaleido core beside the dense core"
+	@echo "                (logic transistors, buffers as SRAM bits, area overhead: key core) -> build/synth/report.json,"
+	@echo "                docs/SYNTH_TABLE.md; a failing design is named with its log tail and tool version, the rest"
+	@echo "                still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores)"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
 	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator (goal 200k)) -> build/bench/*.json, *.csv"
@@ -80,8 +82,10 @@ formal: $(STAMP)
 mutate: $(STAMP)
 	$(PY) -m kaleido.tb.mutate
 
+# SYNTH_ARGS passes more options (--designs, --cores, --no-fmax, --jobs)
+SYNTH_ARGS ?=
 synth: $(STAMP)
-	$(PY) -m kaleido.synth.flow
+	$(PY) -m kaleido.synth.flow $(SYNTH_ARGS)
 
 chip: $(STAMP)
 	$(PY) -m kaleido.synth.chip

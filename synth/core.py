@@ -71,7 +71,7 @@ def core_design(variant: str, config: KaleidoConfig, core: CoreConfig) -> wiring
 
     if variant == "kaleido":
         return KaleidoAttentionCore(config, core)
-    return KaleidoAttentionCore(config, core, variant=variant)  # type: ignore[call-arg]
+    return KaleidoAttentionCore(config, core, variant=variant)
 
 
 def _number(value) -> int:
