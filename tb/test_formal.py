@@ -283,6 +283,30 @@ FORMAL_MUTANTS = [
         "self.i.ready.eq(1)",
         "O accumulator handshake",
     ),
+    # the tile feeder streams two of the three batches of a token: 64 qk words, not 96
+    Mutant(
+        "tile_feeder_short_batch",
+        "hdl/tile_feeder.py",
+        "last_batch = b == nb - 1",
+        "last_batch = b == nb - 2",
+        "tile feeder",
+    ),
+    # the tile feeder loads the tile's whole x extent for a clipped box: more requests than the box has beats
+    Mutant(
+        "tile_feeder_full_runs",
+        "hdl/tile_feeder.py",
+        "loader.cmd.payload.count.eq(box.x)",
+        "loader.cmd.payload.count.eq(bx)",
+        "tile feeder",
+    ),
+    # the tile feeder steps its stream on valid, not on a transfer: a stalled word changes
+    Mutant(
+        "tile_feeder_ignores_ready",
+        "hdl/tile_feeder.py",
+        "with m.If(fire):",
+        "with m.If(self.qk.valid):",
+        "tile feeder handshake",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -323,6 +347,13 @@ SEEDED = [
     ("tile_softmax_divider_overlaps", "tile_softmax_stream"),
     ("o_acc_overwrites", "o_accumulator_stream"),
     ("o_acc_overwrites", "pv_tile_stream"),  # P V's o is its O accumulator's register
+    # the tile feeder: padding not zeroed, a wrong row stride (make mutate's list), a batch
+    # lost, extra requests for a clipped box, a stalled word that moves on
+    ("tile_feeder_no_padding", "tile_feeder_flow"),
+    ("tile_feeder_row_stride", "tile_feeder_flow"),
+    ("tile_feeder_short_batch", "tile_feeder_flow"),
+    ("tile_feeder_full_runs", "tile_feeder_flow"),
+    ("tile_feeder_ignores_ready", "tile_feeder_flow"),
 ]
 
 
