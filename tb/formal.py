@@ -27,7 +27,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.lib.wiring import In
 
-from kaleido.config import KaleidoConfig
+from kaleido.config import CoreConfig, KaleidoConfig
 
 __all__ = [
     "Harness",
@@ -376,7 +376,11 @@ class TileFeederFlow(StreamPorts):
 
         # the qk words: the harness's walk of the padded tiles
         ws = Signal(name="ref_wside")
-        wt, wy, wx = Signal(range(bt), name="ref_wt"), Signal(range(by), name="ref_wy"), Signal(range(bx), name="ref_wx")
+        wt, wy, wx = (
+            Signal(range(bt), name="ref_wt"),
+            Signal(range(by), name="ref_wy"),
+            Signal(range(bx), name="ref_wx"),
+        )
         wb = Signal(range(max(nb, 2)), name="ref_wb")
         words = Signal(W, name="ref_words")
         wbox = side_box(ws)
@@ -632,16 +636,18 @@ class PvTileFlow(StreamPorts):
     order within a block), each with its ``row``, ``group`` and the block's
     channel ``count``: a beat made up, lost (a later beat comes instead) or
     repeated fails. Bounded response (``bound``, an always-ready ``o``):
-    the final key tile's last total leaves within ``bound`` cycles of its
-    header (none lost at the end either). Assumed, the input's framing: a
+    the query tile's last total leaves at most ``bound[k]`` cycles after
+    its final key tile's last P beat, ``k`` the index of the key tile's
+    shape and rows (``((t - 1) Y + y - 1) X + x - 1) rows + rows - 1``):
+    none is lost at the end either. Assumed, the input's framing: a
     key tile is a header (extents ``1 ..`` the tile's, ``1 ..`` ``rows``
     query rows, ``first`` exactly on a query tile's first key tile, its
     rows kept to the final one), its ``t y x`` V beats and ``rows t y x`` P
     beats; the values are zero (data independence: the beats' count and
-    tags do not depend on them). Covers: a total out, a query tile of two
-    key tiles, a total stalled."""
+    tags do not depend on them). Covers: a total out, a total stalled, a
+    query tile's second key tile taken."""
 
-    def __init__(self, dut: wiring.Component, tile: tuple[int, int, int], rows: int, bound: int = 0):
+    def __init__(self, dut: wiring.Component, tile: tuple[int, int, int], rows: int, bound: tuple[int, ...] = ()):
         self._tile, self._rows, self._bound = tile, rows, bound
         super().__init__(dut, sinks=("o",) if bound else ())
 
@@ -670,7 +676,13 @@ class PvTileFlow(StreamPorts):
         with m.If(take):
             with m.Switch(phase):
                 with m.Case(0):
-                    m.d.sync += [phase.eq(1), n_keys.eq(keys), left.eq(keys), open_.eq(~beat.final), q_rows.eq(beat.rows)]
+                    m.d.sync += [
+                        phase.eq(1),
+                        n_keys.eq(keys),
+                        left.eq(keys),
+                        open_.eq(~beat.final),
+                        q_rows.eq(beat.rows),
+                    ]
                 with m.Case(1):
                     m.d.sync += left.eq(left - 1)
                     with m.If(left == 1):
@@ -712,18 +724,40 @@ class PvTileFlow(StreamPorts):
             m.d.comb += [Assert(owed != 0), Assert(tiles_owed != 0)]
             m.d.comb += [Assert(out.row == erow), Assert(out.group == egrp), Assert(out.count == counts[egrp])]
         if self._bound:
-            since = Signal(range(self._bound + 2), name="ref_since_final")
-            with m.If(fin):
-                m.d.sync += since.eq(1)
+            # the final key tile's last P beat taken in cycle 0: its query tile's last total leaves
+            # in cycle pv_tile_cycles - 1 - (keys + rows keys) at the latest (the model's, no stalls)
+            gaps = Array(Const(g, range(max(self._bound) + 1)) for g in self._bound)
+            shape_index = Signal(range(len(self._bound)), name="ref_shape")
+            final_tile, gap = Signal(name="ref_final_tile"), Signal(range(max(self._bound) + 1), name="ref_gap")
+            with m.If(take & (phase == 0)):
+                index = (((beat.t - 1) * ty + beat.y - 1) * tx + beat.x - 1) * self._rows + beat.rows - 1
+                m.d.sync += [shape_index.eq(index), final_tile.eq(beat.final)]
+            since = Signal(range(max(self._bound) + 2), name="ref_since_final")
+            with m.If(take & (phase == 2) & (left == 1) & final_tile):
+                m.d.sync += [since.eq(1), gap.eq(gaps[shape_index])]
             with m.Elif((since != 0) & (owed - o_fire != 0)):
                 m.d.sync += since.eq(since + 1)
             with m.Elif(owed - o_fire == 0):
                 m.d.sync += since.eq(0)
-            m.d.comb += Assert(since <= self._bound)
-        two = Signal(name="ref_two_key_tiles")
-        with m.If(take & (phase == 0)):
-            m.d.sync += two.eq(open_)
-        m.d.comb += Cover(o_fire & two, "two_key_tiles_out")
+            m.d.comb += Assert(since <= gap)
+        m.d.comb += Cover(take & (phase == 0) & open_, "second_key_tile")
+
+
+class CoreStreams(StreamPorts):
+    """The attention core's top level, black box: the stream rule on the
+    read requests ``rq`` and the writes ``wq`` (proved), on ``cmd`` and the
+    responses ``rs`` (assumed; a response comes only for a request taken
+    and not yet answered, the memory's contract); ``rs`` always ready.
+    Covers (from :class:`StreamPorts`): a stall and a transfer on each
+    port, among them a write (``wq_transfer``)."""
+
+    takes_all = ("rs",)
+
+    def flow(self, m: Module, dut: Any) -> None:
+        outstanding = Signal(16, name="ref_outstanding")
+        rq_fire = dut.rq.valid & dut.rq.ready
+        m.d.sync += outstanding.eq(outstanding + rq_fire - dut.rs.valid)
+        m.d.comb += Assume(~dut.rs.valid | (outstanding != 0))
 
 
 class LoadResponse(wiring.Component):
@@ -1937,6 +1971,7 @@ BLOCKS = (
     "tile_loader",
     "memory_model",
     "tile_feeder",
+    "core",
 )
 
 
@@ -2014,14 +2049,16 @@ def _loader() -> wiring.Component:
 #: extents differ, so the harness tells its unnamed counters apart by
 #: width), d = 4 in batches of 1, 1, 2 (3 batches: 96 qk words a command),
 #: 2-byte beats (2 a token row), heads of up to 32 tokens
-FEEDER = (KaleidoConfig(split=(1, 1, 2), batch=2), dict(tile=(2, 4, 2), port_bytes=2, mem_latency=1, max_tokens=32))
+FEEDER = (
+    KaleidoConfig(split=(1, 1, 2), batch=2),
+    CoreConfig(tile=(2, 4, 2), port_bytes=2, mem_latency=1, max_tokens=32),
+)
 
 
 def _feeder() -> wiring.Component:
-    from kaleido.config import CoreConfig
     from kaleido.hdl.tile_feeder import TileFeeder
 
-    config, core = FEEDER[0], CoreConfig(**FEEDER[1])
+    config, core = FEEDER
     return TileFeederFlow(TileFeeder(config, core), config, core)
 
 
@@ -2051,6 +2088,53 @@ def _pv_tile() -> wiring.Component:
     from kaleido.hdl.pv_tile import PvTile
 
     return PvTile(KaleidoConfig(batch=2, array_rows=2, array_cols=2, split=(2, 2, 2)), (2, 2, 2), 2)
+
+
+#: the P V stage's scoreboard: a 2x1 array (two rows a row block, so a
+#: query tile of one row pads its row block), d = 3 (three channel blocks of
+#: one channel), key tiles up to (2, 2, 2), query tiles up to 2 rows
+PV_SMALL = KaleidoConfig(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1))
+
+
+def _pv_tile_small() -> wiring.Component:
+    from kaleido.hdl.pv_tile import PvTile
+
+    return PvTile(PV_SMALL, (2, 2, 2), 2)
+
+
+def _pv_gaps() -> tuple[int, ...]:
+    """The P V stage's cycles from a query tile's last P beat to its last
+    total, per key tile shape and rows (the model's, values zero), in
+    :class:`PvTileFlow`'s index order."""
+    import itertools
+
+    import numpy as np
+
+    from kaleido.model import pv_tile_cycles
+
+    gaps = []
+    for t, y, x, rows in itertools.product((1, 2), (1, 2), (1, 2), (1, 2)):
+        n = t * y * x
+        gaps.append(
+            pv_tile_cycles([(rows, [(np.zeros((n, PV_SMALL.d), np.int8), (t, y, x))])], PV_SMALL) - 1 - n * (1 + rows)
+        )
+    return tuple(gaps)
+
+
+#: the smallest attention core that elaborates: the engine's 4x4 array
+#: (its sorted memories hold 4 units a word), d = 4 in batches of 4 (the P V
+#: detector's batch is array_cols), one S bank, tile (2, 2, 2), 4-byte
+#: beats, a memory of latency 1, heads of up to 8 tokens, the small format
+CORE_SMALL = (
+    KaleidoConfig(split=(1, 1, 2), batch=4, s_banks=1, lookahead=1),
+    CoreConfig(tile=(2, 2, 2), port_bytes=4, mem_latency=1, max_tokens=8),
+)
+
+
+def _core() -> wiring.Component:
+    from kaleido.hdl.core import KaleidoAttentionCore
+
+    return CoreStreams(KaleidoAttentionCore(*CORE_SMALL, _small_fmt()))
 
 
 def _o_accumulator() -> wiring.Component:
@@ -2100,7 +2184,16 @@ _B = KaleidoConfig().batch
 _LAT = max(r + c for r in range(KaleidoConfig().array_rows) for c in range(KaleidoConfig().array_cols))
 _PASS = 4 * SMALL_DISPATCH.batch + 1  # a pass of the small dispatcher: four phases of at most batch beats, one idle
 _FORMER_PASSES = _former_passes()
-_PV_BOUND = 16
+_PV_BOUND = _pv_gaps()
+_PV_WHY = (
+    "2x1 array, d = 3 (3 channel blocks), key tiles up to (2, 2, 2), 2 query rows, values zero. The smallest "
+    "query tile (a key tile of one token, one row) gives its last total 14 cycles after its first beat (the "
+    "model's pv_tile_cycles = 15): depth 20 checks every input sequence (any shapes, rows, stalls on i and o) "
+    "for 20 cycles, in which whole query tiles of one key token end (rows 1 and 2, with o stalled up to 5 "
+    "cycles) and larger ones are checked as far as they get. z3 needs about 100 s per step from step 18 on "
+    "(the P V array's multipliers and the stage's row FIFO, memories as flip-flops)"
+)
+_CORE_DEPTH = 8
 #: the banked buffer's reduced configuration: 2 lanes (a 1x2 array), 2
 #: banks, FIFOs of 2 (the least for 2 lanes), N = 2 (4 entries, 2 words a bank)
 BANKED_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=2, s_banks=2, s_fifo_depth=2)
@@ -2296,28 +2389,43 @@ PROOFS.update(
             why="a command of 1-token runs: each side loads in 4 cycles (latency 1), the first word 2 cycles after "
             "the last response, a padded token's word at the 4th word",
         ),
+        "core_stream": Proof(
+            "core_stream",
+            _core,
+            mode="bmc",
+            depth=_CORE_DEPTH,
+            slow=True,
+            timeout=1800,
+            why="",
+        ),
         "o_accumulator_stream": Proof("o_accumulator_stream", lambda: StreamPorts(_o_accumulator()), depth=2),
         "pv_tile_stream": Proof("pv_tile_stream", lambda: StreamPorts(_pv_tile()), depth=3),
         "pv_tile_scoreboard": Proof(
             "pv_tile_scoreboard",
-            lambda: PvTileFlow(_pv_tile(), (2, 2, 2), 2),
+            lambda: PvTileFlow(_pv_tile_small(), (2, 2, 2), 2),
             mode="bmc",
-            depth=24,
-            why="",
+            depth=20,
+            slow=True,
+            map_memories=True,
+            why=_PV_WHY,
         ),
         "pv_tile_response": Proof(
             "pv_tile_response",
-            lambda: PvTileFlow(_pv_tile(), (2, 2, 2), 2, bound=_PV_BOUND),
+            lambda: PvTileFlow(_pv_tile_small(), (2, 2, 2), 2, bound=_PV_BOUND),
             mode="bmc",
-            depth=24,
-            why="",
+            depth=20,
+            slow=True,
+            map_memories=True,
+            why=_PV_WHY + "; the bound is exercised for the query tiles that end within the depth",
         ),
         "pv_tile_cover": Proof(
             "pv_tile_cover",
-            lambda: PvTileFlow(_pv_tile(), (2, 2, 2), 2),
+            lambda: PvTileFlow(_pv_tile_small(), (2, 2, 2), 2),
             mode="cover",
-            depth=30,
-            why="",
+            depth=20,
+            slow=True,
+            map_memories=True,
+            why="a total out: a query tile of one key token and one row ends 14 cycles after its first beat",
         ),
         "o_accumulator_flow": Proof(
             "o_accumulator_flow",

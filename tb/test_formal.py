@@ -307,6 +307,14 @@ FORMAL_MUTANTS = [
         "with m.If(self.qk.valid):",
         "tile feeder handshake",
     ),
+    # the P V stage writes every drained row, a padded one too, into its row FIFO: an extra total
+    Mutant(
+        "pv_tile_padded_row",
+        "hdl/pv_tile.py",
+        "fifo.w_en.eq(row_real)",
+        "fifo.w_en.eq(row_valid)",
+        "P V tile stage",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -354,6 +362,8 @@ SEEDED = [
     ("tile_feeder_short_batch", "tile_feeder_flow"),
     ("tile_feeder_full_runs", "tile_feeder_flow"),
     ("tile_feeder_ignores_ready", "tile_feeder_flow"),
+    # the P V stage writes a padded row of a row block into its row FIFO: a total made up (slow: a BMC of depth 20)
+    pytest.param("pv_tile_padded_row", "pv_tile_scoreboard", marks=pytest.mark.slow),
 ]
 
 
