@@ -2048,10 +2048,10 @@ def _loader() -> wiring.Component:
 #: the tile feeder's proofs: tile (2, 4, 2) (16 tokens; its t and y
 #: extents differ, so the harness tells its unnamed counters apart by
 #: width), d = 4 in batches of 1, 1, 2 (3 batches: 96 qk words a command),
-#: 2-byte beats (2 a token row), heads of up to 32 tokens
+#: 2-byte beats (2 a token row), heads of up to 16 tokens
 FEEDER = (
     KaleidoConfig(split=(1, 1, 2), batch=2),
-    CoreConfig(tile=(2, 4, 2), port_bytes=2, mem_latency=1, max_tokens=32),
+    CoreConfig(tile=(2, 4, 2), port_bytes=2, mem_latency=1, max_tokens=16),
 )
 
 

@@ -373,6 +373,10 @@ SEEDED = [
 SEEDED_TRACES = [
     ("pass_former_skips_pass", "pass_former_flow", 3),
     ("matcher_merges_full", "matcher_jobs", 4),
+    # the tile feeder: a box's second run (t, y + 1) at the wrong token (the run-token invariant,
+    # step 2); a clipped box's run loaded whole (the loader's beats, step 2)
+    ("tile_feeder_row_stride", "tile_feeder_flow", 4),
+    ("tile_feeder_full_runs", "tile_feeder_flow", 4),
     # a window of 8 strings from reset: the LFSR's 11 draws, then ASSIGN overfills a cluster
     pytest.param("scheduler_ignores_full", "scheduler_partition", 28, marks=pytest.mark.slow),
 ]
