@@ -344,6 +344,7 @@ SEEDED = [
     ("s_fifo_place", "accumulation_buffer_sums"),
     ("s_rmw_forward", "accumulation_buffer_sums"),
     ("s_bank_route", "accumulation_buffer_sums"),
+    ("s_rmw_forward", "accumulation_buffer_sums_short"),  # the fast subset's part of sums catches it too
     # the pass dispatcher issues a channel past the pass's count
     ("dispatcher_count", "pass_dispatcher_payload"),
     # the core's stages: a wrong request address, an early done, an early response, a lost total
