@@ -363,8 +363,9 @@ SEEDED = [
     ("tile_feeder_short_batch", "tile_feeder_flow"),
     ("tile_feeder_full_runs", "tile_feeder_flow"),
     ("tile_feeder_ignores_ready", "tile_feeder_flow"),
-    # the P V stage writes a padded row of a row block into its row FIFO: a total made up (slow: a BMC of depth 20)
-    pytest.param("pv_tile_padded_row", "pv_tile_scoreboard", marks=pytest.mark.slow),
+    # the P V stage writes a padded row of a row block into its row FIFO: a total made up (the BMC of
+    # depth 20 is slow, but this counterexample is at step 13: 16 s)
+    ("pv_tile_padded_row", "pv_tile_scoreboard"),
 ]
 
 
