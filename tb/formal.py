@@ -27,7 +27,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.stream import Signature as StreamSignature
 from amaranth.lib.wiring import In
 
-from kaleido.config import KaleidoConfig
+from kaleido.config import CoreConfig, KaleidoConfig
 
 __all__ = [
     "Harness",
@@ -75,6 +75,7 @@ class Harness(wiring.Component):
 
     white_box = False
     internal: dict[str, Signal]
+    fragment: Fragment
 
     #: free inputs of the harness's own (a nondeterministic choice, e.g. the
     #: transfer a scoreboard tracks)
@@ -88,7 +89,8 @@ class Harness(wiring.Component):
         m = Module()
         if self.white_box:  # the DUT elaborated here, so its registers can be named
             fragment = Fragment.get(self.dut, platform)
-            self.internal = internals(fragment)
+            self.fragment = fragment
+            self.internal = sub_internals(fragment)
             m.submodules.dut = fragment
         else:
             m.submodules.dut = self.dut
@@ -207,6 +209,264 @@ class StreamPorts(Harness):
 
     def flow(self, m: Module, dut: Any) -> None:
         pass
+
+
+def tuple_internals(fragment: Fragment, widths: dict[str, int]) -> dict[str, Signal]:
+    """The unnamed signals of ``fragment`` made by a tuple assignment
+    (``a, b = Signal(...), Signal(...)``: Amaranth names only the last
+    target), named by the targets on their source line and told apart by
+    width (``widths``: each wanted name's bits). A name not found, or two
+    signals for one name, fail with a ``KeyError`` naming it."""
+    import linecache
+
+    found: dict[str, list[Signal]] = {}
+    for stmts in fragment.statements.values():
+        for stmt in stmts:
+            for sig in [*stmt._lhs_signals(), *stmt._rhs_signals()]:
+                if sig.name not in ("$signal", "") or not sig.src_loc:
+                    continue
+                line = linecache.getline(*sig.src_loc).split("=", 1)[0]
+                targets = [t.strip() for t in line.split(",")]
+                for name in targets:
+                    if widths.get(name) == len(sig):
+                        same = found.setdefault(name, [])
+                        if not any(x is sig for x in same):
+                            same.append(sig)
+    out = {}
+    for name in widths:
+        if len(found.get(name, [])) != 1:
+            raise KeyError(f"{name!r}: {len(found.get(name, []))} unnamed signals of {widths[name]} bits on its line")
+        out[name] = found[name][0]
+    return out
+
+
+def sub_internals(fragment: Fragment, prefix: str = "") -> dict[str, Signal]:
+    """:func:`internals` of ``fragment`` and, as ``<name>.<signal>``, of
+    each named subfragment (recursively)."""
+    out = {prefix + k: v for k, v in internals(fragment).items()}
+    for sub, name, *_ in fragment.subfragments:
+        if isinstance(sub, Fragment) and name and type(sub) is Fragment:
+            out.update(sub_internals(sub, f"{prefix}{name}."))
+    return out
+
+
+class TileFeederFlow(StreamPorts):
+    """The tile feeder (white box: its FSM, run and stream counters and its
+    tile loader's counters are tied to the harness's by invariants, so the
+    k-induction starts from a real state).
+
+    Assumed: ``cmd`` keeps the stream rule and its boxes lie in the head
+    (extents ``1 ..`` the tile's, every token of a box below
+    ``max_tokens``); a response comes only for a request taken and not yet
+    answered (the memory's contract; its latency is free). Proved: the
+    stream rule on ``rq`` and ``qk``; ``rs`` always ready; ``cmd.ready``
+    exactly while no command is in progress. Scoreboard: the ``k``-th read
+    request of a command reads the beat the harness's own walk of the boxes
+    gives (Q's runs, then K's, then V's ``with_v``; run ``(t, y)`` of a box
+    at token ``origin + t plane + y row``, ``x bpr`` beats), there are
+    exactly ``E = (|Q box| + |K box| (1 + with_v)) bpr`` of them, and every
+    one is answered before the first ``qk`` word; the ``qk`` words of a
+    command are exactly ``2 T n_batches`` (the padded tiles: the command
+    ends with the last), and a word of a token outside its box (padding) is
+    zero. Bounded response: the first word is on ``qk`` exactly 2 cycles
+    after the last response, and then ``qk.valid`` stays high until the
+    last word (an always-ready engine takes one a cycle). Covers: each FSM
+    state, a padded word (a clipped box), a V request."""
+
+    white_box = True
+    takes_all = ("rs",)
+
+    def __init__(self, dut: wiring.Component, config: KaleidoConfig, core: Any):
+        self._cfg, self._core = config, core
+        super().__init__(dut)
+
+    def flow(self, m: Module, dut: Any) -> None:
+        cfg, core = self._cfg, self._core
+        bt, by, bx = core.tile
+        T, bpr, nb, top = core.tile_tokens, dut.beats_per_row, len(cfg.batches), core.max_tokens
+        words_total = 2 * T * nb
+        r = self.internal
+        bits = {"ti": bt, "st": bt, "sy": by}
+        r.update(tuple_internals(self.fragment, {k: max(1, (n - 1).bit_length()) for k, n in bits.items()}))
+        state = fsm_states(r["fsm_state"])
+        in_state = {name: r["fsm_state"] == code for name, code in state.items()}
+        L = r["loader.busy"]
+        W = 10  # wide enough for every count and position here
+
+        c_fire = dut.cmd.valid & dut.cmd.ready
+        rq_fire, rs_fire, qk_fire = dut.rq.valid & dut.rq.ready, dut.rs.valid, dut.qk.valid & dut.qk.ready
+        # the command's contract: boxes of real extents inside the head
+        p = dut.cmd.payload
+
+        def in_head(c: Any) -> Value:
+            ok = []
+            for box in (c.q, c.k):
+                for ext, most in ((box.t, bt), (box.y, by), (box.x, bx)):
+                    ok += [ext >= 1, ext <= most]
+                ok.append(box.origin + (box.t - 1) * c.plane + (box.y - 1) * c.row + box.x - 1 < top)
+            return Cat(*ok).all()
+
+        with m.If(dut.cmd.valid):
+            m.d.comb += Assume(in_head(p))
+
+        active = Signal(name="ref_active")
+        hc = Signal.like(p, name="ref_cmd")
+        with m.If(c_fire):
+            m.d.sync += [active.eq(1), hc.eq(p)]
+        with m.If(active):
+            m.d.comb += Assert(in_head(hc))  # the command kept (an invariant)
+        m.d.comb += Assert(dut.cmd.ready == ~active)
+
+        def side_box(side: Value) -> Any:
+            """The box of side ``side`` (0: Q, else K)."""
+            b = Signal(hc.q.shape(), name=f"ref_box{len(boxes)}")
+            m.d.comb += b.eq(Mux(side == 0, hc.q, hc.k))
+            boxes.append(b)
+            return b
+
+        boxes: list[Any] = []
+        q_beats, k_beats = Signal(W, name="ref_q_beats"), Signal(W, name="ref_k_beats")
+        m.d.comb += [
+            q_beats.eq(hc.q.t * hc.q.y * hc.q.x * bpr),
+            k_beats.eq(hc.k.t * hc.k.y * hc.k.x * bpr),
+        ]
+        E = Signal(W, name="ref_beats")
+        m.d.comb += E.eq(q_beats + k_beats + Mux(hc.with_v, k_beats, 0))
+
+        def pos(side: Value, t: Value, y: Value, beat: Value, tag: str) -> Signal:
+            """The flat number of beat ``beat`` of run ``(t, y)`` of side ``side`` in the command's walk."""
+            b = side_box(side)
+            prefix = Array([0, q_beats, q_beats + k_beats, q_beats + 2 * k_beats])[side]
+            out = Signal(W, name=f"ref_pos_{tag}")
+            m.d.comb += out.eq(prefix + (t * b.y + y) * (b.x * bpr) + beat)
+            return out
+
+        # the harness's walk of the requests: side, run (t, y), beat
+        sides = Signal(2, name="ref_sides")
+        m.d.comb += sides.eq(2 + hc.with_v)
+        asked, got = Signal(W, name="ref_asked"), Signal(W, name="ref_got")
+        rside, rt, ry = Signal(2, name="ref_rside"), Signal(range(bt), name="ref_rt"), Signal(range(by), name="ref_ry")
+        rbeat = Signal(range(bx * bpr), name="ref_rbeat")
+        rbox = side_box(rside)
+        m.d.comb += Assume(~dut.rs.valid | (asked != got))
+        with m.If(c_fire):
+            m.d.sync += [asked.eq(0), got.eq(0), rside.eq(0), rt.eq(0), ry.eq(0), rbeat.eq(0)]
+        with m.If(rq_fire):
+            m.d.sync += [asked.eq(asked + 1), rbeat.eq(rbeat + 1)]
+            with m.If(rbeat + 1 == rbox.x * bpr):
+                m.d.sync += [rbeat.eq(0), ry.eq(ry + 1)]
+                with m.If(ry + 1 == rbox.y):
+                    m.d.sync += [ry.eq(0), rt.eq(rt + 1)]
+                    with m.If(rt + 1 == rbox.t):
+                        m.d.sync += [rt.eq(0), rside.eq(rside + 1)]
+        with m.If(rs_fire):
+            m.d.sync += got.eq(got + 1)
+        base = Array([hc.q_base, hc.k_base, hc.v_base, hc.v_base])[rside]
+        token = rbox.origin + rt * hc.plane + ry * hc.row
+        expected = Signal(32, name="ref_addr")
+        m.d.comb += expected.eq(base + token * bpr + rbeat)
+        m.d.comb += [Assert(got <= asked), Assert(asked <= E)]
+        m.d.comb += Assert(asked == pos(rside, rt, ry, rbeat, "asked"))
+        with m.If(active & (rside < sides)):
+            m.d.comb += [Assert(rt < rbox.t), Assert(ry < rbox.y), Assert(rbeat < rbox.x * bpr)]
+        with m.Elif(active):
+            m.d.comb += [Assert(rside == sides), Assert(rt == 0), Assert(ry == 0), Assert(rbeat == 0)]
+        with m.If(dut.rq.valid):
+            m.d.comb += [Assert(active), Assert(asked < E), Assert(dut.rq.payload.addr == expected)]
+
+        # the qk words: the harness's walk of the padded tiles
+        ws = Signal(name="ref_wside")
+        wt, wy, wx = (
+            Signal(range(bt), name="ref_wt"),
+            Signal(range(by), name="ref_wy"),
+            Signal(range(bx), name="ref_wx"),
+        )
+        wb = Signal(range(max(nb, 2)), name="ref_wb")
+        words = Signal(W, name="ref_words")
+        wbox = side_box(ws)
+        last_word = (ws == 1) & (wt == bt - 1) & (wy == by - 1) & (wx == bx - 1) & (wb == nb - 1)
+        with m.If(c_fire):
+            m.d.sync += [ws.eq(0), wt.eq(0), wy.eq(0), wx.eq(0), wb.eq(0), words.eq(0)]
+        with m.If(qk_fire):
+            m.d.sync += [words.eq(words + 1), wb.eq(wb + 1)]
+            with m.If(wb == nb - 1):
+                m.d.sync += [wb.eq(0), wx.eq(wx + 1)]
+                with m.If(wx == bx - 1):
+                    m.d.sync += [wx.eq(0), wy.eq(wy + 1)]
+                    with m.If(wy == by - 1):
+                        m.d.sync += [wy.eq(0), wt.eq(wt + 1)]
+                        with m.If(wt == bt - 1):
+                            m.d.sync += [wt.eq(0), ws.eq(1)]
+            with m.If(last_word):
+                m.d.sync += active.eq(0)
+        flat = Signal(W, name="ref_word_pos")
+        m.d.comb += flat.eq(ws * (T * nb) + ((wt * by + wy) * bx + wx) * nb + wb)
+        with m.If(active):
+            m.d.comb += [Assert(words == flat), Assert(wb < nb)]
+        with m.If(qk_fire & last_word):
+            m.d.comb += Assert(words == words_total - 1)
+        padded = ~((wt < wbox.t) & (wy < wbox.y) & (wx < wbox.x))
+        with m.If(dut.qk.valid):
+            m.d.comb += [Assert(active), Assert(asked == E), Assert(got == E)]
+            with m.If(padded):
+                m.d.comb += Assert(dut.qk.payload.as_value() == 0)
+        # bounded response: the first word 2 cycles after the last response, then a word every cycle
+        last_resp, streaming = Signal(name="ref_last_response"), Signal(name="ref_streaming")
+        m.d.sync += last_resp.eq(rs_fire & (got + 1 == E))
+        with m.If(last_resp):
+            m.d.sync += streaming.eq(1)
+        with m.If(qk_fire & last_word):
+            m.d.sync += streaming.eq(0)
+        m.d.comb += Assert(dut.qk.valid == streaming)
+
+        # invariants: the feeder's state is the harness's
+        S, ti, yi = r["side"], r["ti"], r["yi"]
+        box = side_box(S)
+        lb, iss, lg = r["loader.beats"], r["loader.issued"], r["loader.got"]
+        run_len = box.x * bpr
+        here = pos(S, ti, yi, 0, "run")
+        m.d.comb += Assert(Cat(*in_state.values()).any())  # no unnamed encoding
+        m.d.comb += Assert(in_state["IDLE"] == ~active)
+        with m.If(in_state["IDLE"]):
+            m.d.comb += Assert(~L)
+        with m.Else():
+            m.d.comb += Assert(r["cmd"] == hc.as_value())
+        with m.If(in_state["LOAD"] | in_state["WAIT"]):
+            m.d.comb += [Assert(S < sides), Assert(ti < box.t), Assert(yi < box.y)]
+            m.d.comb += [Assert(r["plane_token"] == box.origin + ti * hc.plane)]
+            m.d.comb += [Assert(r["run_token"] == box.origin + ti * hc.plane + yi * hc.row)]
+            m.d.comb += [Assert(~streaming), Assert(~last_resp)]
+        with m.If(L):
+            m.d.comb += [Assert(lb == run_len), Assert(iss <= lb), Assert(lg <= iss), Assert(lg < lb)]
+        with m.If(in_state["LOAD"]):
+            with m.If(L):
+                m.d.comb += [Assert((ti != 0) | (yi != 0)), Assert(asked == here - run_len + iss)]
+                m.d.comb += Assert(got == here - run_len + lg)
+            with m.Else():
+                m.d.comb += [Assert(asked == here), Assert(got == here)]
+        with m.If(in_state["WAIT"]):
+            m.d.comb += [Assert(L), Assert(ti == box.t - 1), Assert(yi == box.y - 1)]
+            m.d.comb += [Assert(asked == here + iss), Assert(got == here + lg)]
+        with m.If(in_state["READ"] | in_state["STREAM"]):
+            m.d.comb += [Assert(~L), Assert(asked == E), Assert(got == E)]
+        m.d.comb += [Assert(in_state["READ"] == last_resp), Assert(in_state["STREAM"] == streaming)]
+        with m.If(in_state["READ"]):
+            m.d.comb += [Assert(words == 0), Assert(S == 0), Assert(r["token"] == 0), Assert(r["b"] == 0)]
+            m.d.comb += [Assert(r["st"] == 0), Assert(r["sy"] == 0), Assert(r["sx"] == 0)]
+        with m.If(in_state["STREAM"]):
+            m.d.comb += [Assert(S == ws), Assert(r["b"] == wb), Assert(r["st"] == wt), Assert(r["sy"] == wy)]
+            m.d.comb += [Assert(r["sx"] == wx), Assert(r["token"] == (wt * by + wy) * bx + wx)]
+        with m.If(in_state["LOAD"] | in_state["WAIT"] | in_state["READ"]):
+            m.d.comb += [Assert(words == 0), Assert(ws == 0), Assert(wt == 0), Assert(wy == 0), Assert(wx == 0)]
+            m.d.comb += Assert(wb == 0)
+        with m.If(~active):
+            m.d.comb += Assert(asked == got)
+
+        m.d.comb += [Cover(in_state[s], f"state_{s}") for s in state]
+        m.d.comb += [
+            Cover(dut.qk.valid & padded, "padded_word"),
+            Cover(dut.rq.valid & (rside == 2), "v_request"),
+        ]
 
 
 class TileLoaderFlow(StreamPorts):
@@ -366,6 +626,145 @@ class TileSoftmaxFlow(StreamPorts):
         m.d.sync += [beats.eq(beats + exp_in - (p.valid & p.ready)), rows.eq(rows + ends - (r.valid & r.ready))]
         m.d.comb += [Assert(beats <= lat), Assert(beats >= p.valid), Assert(rows <= 1), Assert(rows >= r.valid)]
         m.d.comb += Cover(s.valid & beat.phase & beat.final & beat.last & ~s.ready & (rows == 1), "waits_for_divider")
+
+
+class PvTileFlow(StreamPorts):
+    """The P V tile stage's beat scoreboard, black box: the stream rule on
+    ``o`` (from :class:`StreamPorts`, assumed on ``i``) and, per query
+    tile, exactly ``rows x channel blocks`` beats on ``o`` after its final
+    key tile, in the stage's order (channel block by channel block, rows in
+    order within a block), each with its ``row``, ``group`` and the block's
+    channel ``count``: a beat made up, lost (a later beat comes instead) or
+    repeated fails. Bounded response (``bound``, an always-ready ``o``):
+    the query tile's last total leaves at most ``bound[k]`` cycles after
+    its final key tile's last P beat, ``k`` the index of the key tile's
+    shape and rows (``((t - 1) Y + y - 1) X + x - 1) rows + rows - 1``):
+    none is lost at the end either. Assumed, the input's framing: a
+    key tile is a header (extents ``1 ..`` the tile's, ``1 ..`` ``rows``
+    query rows, ``first`` exactly on a query tile's first key tile, its
+    rows kept to the final one), its ``t y x`` V beats and ``rows t y x`` P
+    beats; the values are zero (data independence: the beats' count and
+    tags do not depend on them). Covers: a total out, a total stalled, a
+    query tile's second key tile taken."""
+
+    def __init__(self, dut: wiring.Component, tile: tuple[int, int, int], rows: int, bound: tuple[int, ...] = ()):
+        self._tile, self._rows, self._bound = tile, rows, bound
+        super().__init__(dut, sinks=("o",) if bound else ())
+
+    def flow(self, m: Module, dut: Any) -> None:
+        blocks = dut.blocks
+        nb = len(blocks)
+        tt, ty, tx = self._tile
+        W = 8
+        beat, take = dut.i.payload, dut.i.valid & dut.i.ready
+        o_fire = dut.o.valid & dut.o.ready
+        # the input's framing: phase 0 header, 1 V beats, 2 P beats
+        phase = Signal(2, name="ref_phase")
+        left = Signal(W, name="ref_left")
+        n_keys = Signal(W, name="ref_keys")
+        open_ = Signal(name="ref_open")  # a query tile's key tiles are coming
+        q_rows = Signal(range(self._rows + 1), name="ref_rows")
+        with m.If(dut.i.valid):
+            m.d.comb += [Assume(beat.v.as_value() == 0), Assume(beat.p == 0)]
+            with m.If(phase == 0):
+                for ext, most in ((beat.t, tt), (beat.y, ty), (beat.x, tx), (beat.rows, self._rows)):
+                    m.d.comb += [Assume(ext >= 1), Assume(ext <= most)]
+                m.d.comb += Assume(beat.first == ~open_)
+                with m.If(open_):
+                    m.d.comb += Assume(beat.rows == q_rows)
+        keys = beat.t * beat.y * beat.x
+        with m.If(take):
+            with m.Switch(phase):
+                with m.Case(0):
+                    m.d.sync += [
+                        phase.eq(1),
+                        n_keys.eq(keys),
+                        left.eq(keys),
+                        open_.eq(~beat.final),
+                        q_rows.eq(beat.rows),
+                    ]
+                with m.Case(1):
+                    m.d.sync += left.eq(left - 1)
+                    with m.If(left == 1):
+                        m.d.sync += [phase.eq(2), left.eq(n_keys * q_rows)]
+                with m.Case(2):
+                    m.d.sync += left.eq(left - 1)
+                    with m.If(left == 1):
+                        m.d.sync += phase.eq(0)
+        with m.If(phase != 0):
+            m.d.comb += Assert(left >= 1)  # a harness invariant
+        # the totals owed, and the query tiles they belong to (two at most in flight)
+        owed = Signal(W, name="ref_owed")
+        fin = take & (phase == 0) & beat.final
+        rows_q = [Signal(range(self._rows + 1), name=f"ref_rows_q{k}") for k in range(2)]
+        tiles_owed = Signal(2, name="ref_tiles_owed")
+        erow, egrp = Signal(range(self._rows), name="ref_row"), Signal(range(max(nb, 2)), name="ref_group")
+        cur_rows = rows_q[0]
+        tile_done = o_fire & (erow == cur_rows - 1) & (egrp == nb - 1)
+        m.d.sync += [owed.eq(owed + Mux(fin, beat.rows * nb, 0) - o_fire), tiles_owed.eq(tiles_owed + fin - tile_done)]
+        m.d.comb += Assume(~fin | (tiles_owed < 2) | tile_done)
+        with m.If(fin):
+            with m.If(tiles_owed - tile_done == 0):
+                m.d.sync += rows_q[0].eq(beat.rows)
+            with m.Else():
+                m.d.sync += rows_q[1].eq(beat.rows)
+                with m.If(tile_done):
+                    m.d.sync += rows_q[0].eq(rows_q[1])
+        with m.Elif(tile_done):
+            m.d.sync += rows_q[0].eq(rows_q[1])
+        with m.If(o_fire):
+            m.d.sync += erow.eq(erow + 1)
+            with m.If(erow == cur_rows - 1):
+                m.d.sync += [erow.eq(0), egrp.eq(egrp + 1)]
+                with m.If(egrp == nb - 1):
+                    m.d.sync += egrp.eq(0)
+        counts = Array(Const(c, range(max(c for _, c, _ in blocks) + 1)) for _, c, _ in blocks)
+        out = dut.o.payload
+        with m.If(dut.o.valid):
+            m.d.comb += [Assert(owed != 0), Assert(tiles_owed != 0)]
+            m.d.comb += [Assert(out.row == erow), Assert(out.group == egrp), Assert(out.count == counts[egrp])]
+        if self._bound:
+            # the final key tile's last P beat taken in cycle 0: its query tile's last total leaves
+            # in cycle pv_tile_cycles - 1 - (keys + rows keys) at the latest (the model's, no stalls)
+            gaps = Array(Const(g, range(max(self._bound) + 1)) for g in self._bound)
+            shape_index = Signal(range(len(self._bound)), name="ref_shape")
+            final_tile = Signal(name="ref_final_tile")
+            with m.If(take & (phase == 0)):
+                index = (((beat.t - 1) * ty + beat.y - 1) * tx + beat.x - 1) * self._rows + beat.rows - 1
+                m.d.sync += [shape_index.eq(index), final_tile.eq(beat.final)]
+            # per query tile owed (oldest first): cycles since its last P beat (0: not yet) and its bound
+            since = [Signal(range(max(self._bound) + 2), name=f"ref_since_final{k}") for k in range(2)]
+            gap = [Signal(range(max(self._bound) + 1), name=f"ref_gap{k}") for k in range(2)]
+            nxt = [Mux(x != 0, x + 1, 0) for x in since]
+            with m.If(tile_done):  # the oldest query tile's totals are out: the second moves up
+                m.d.sync += [since[0].eq(nxt[1]), gap[0].eq(gap[1]), since[1].eq(0)]
+            with m.Else():
+                m.d.sync += [since[k].eq(nxt[k]) for k in range(2)]
+            with m.If(take & (phase == 2) & (left == 1) & final_tile):
+                slot = tiles_owed - 1 - tile_done  # this query tile's place after this cycle's shift
+                with m.If(slot == 0):
+                    m.d.sync += [since[0].eq(1), gap[0].eq(gaps[shape_index])]
+                with m.Else():
+                    m.d.sync += [since[1].eq(1), gap[1].eq(gaps[shape_index])]
+            m.d.comb += [Assert(since[k] <= gap[k]) for k in range(2)]
+        m.d.comb += Cover(take & (phase == 0) & open_, "second_key_tile")
+
+
+class CoreStreams(StreamPorts):
+    """The attention core's top level, black box: the stream rule on the
+    read requests ``rq`` and the writes ``wq`` (proved), on ``cmd`` and the
+    responses ``rs`` (assumed; a response comes only for a request taken
+    and not yet answered, the memory's contract); ``rs`` always ready.
+    Covers (from :class:`StreamPorts`): a stall and a transfer on each
+    port, among them a write (``wq_transfer``)."""
+
+    takes_all = ("rs",)
+
+    def flow(self, m: Module, dut: Any) -> None:
+        outstanding = Signal(16, name="ref_outstanding")
+        rq_fire = dut.rq.valid & dut.rq.ready
+        m.d.sync += outstanding.eq(outstanding + rq_fire - dut.rs.valid)
+        m.d.comb += Assume(~dut.rs.valid | (outstanding != 0))
 
 
 class LoadResponse(wiring.Component):
@@ -1578,6 +1977,8 @@ BLOCKS = (
     "pv_tile",
     "tile_loader",
     "memory_model",
+    "tile_feeder",
+    "core",
 )
 
 
@@ -1651,6 +2052,23 @@ def _loader() -> wiring.Component:
     return TileLoader(2, 2, 1)
 
 
+#: the tile feeder's proofs: tile (2, 4, 2) (16 tokens; its t and y
+#: extents differ, so the harness tells its unnamed counters apart by
+#: width), d = 4 in batches of 1, 1, 2 (3 batches: 96 qk words a command),
+#: 2-byte beats (2 a token row), heads of up to 16 tokens
+FEEDER = (
+    KaleidoConfig(split=(1, 1, 2), batch=2),
+    CoreConfig(tile=(2, 4, 2), port_bytes=2, mem_latency=1, max_tokens=16),
+)
+
+
+def _feeder() -> wiring.Component:
+    from kaleido.hdl.tile_feeder import TileFeeder
+
+    config, core = FEEDER
+    return TileFeederFlow(TileFeeder(config, core), config, core)
+
+
 def _memory() -> wiring.Component:
     from kaleido.hdl.mem_port import MemoryModel
 
@@ -1677,6 +2095,58 @@ def _pv_tile() -> wiring.Component:
     from kaleido.hdl.pv_tile import PvTile
 
     return PvTile(KaleidoConfig(batch=2, array_rows=2, array_cols=2, split=(2, 2, 2)), (2, 2, 2), 2)
+
+
+#: the P V stage's scoreboard: a 2x1 array (two rows a row block, so a
+#: query tile of one row pads its row block), d = 3 (three channel blocks of
+#: one channel), key tiles up to (2, 2, 2), query tiles up to 2 rows
+PV_SMALL = KaleidoConfig(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1))
+
+
+def _pv_tile_small() -> wiring.Component:
+    from kaleido.hdl.pv_tile import PvTile
+
+    return PvTile(PV_SMALL, (2, 2, 2), 2)
+
+
+#: cycles the model's ``pv_tile_cycles`` is short on a 2-row array: it is
+#: exact on the 4-row arrays of the core and its tests, 4 - array_rows
+#: cycles short on smaller ones (found by ``pv_tile_response``; docs/FORMAL.md)
+PV_MODEL_SHORT = 2
+
+
+def _pv_gaps() -> tuple[int, ...]:
+    """The P V stage's cycles from a query tile's last P beat to its last
+    total, per key tile shape and rows (the model's, values zero, plus
+    :data:`PV_MODEL_SHORT`), in :class:`PvTileFlow`'s index order."""
+    import itertools
+
+    import numpy as np
+
+    from kaleido.model import pv_tile_cycles
+
+    gaps = []
+    for t, y, x, rows in itertools.product((1, 2), (1, 2), (1, 2), (1, 2)):
+        n = t * y * x
+        cycles = pv_tile_cycles([(rows, [(np.zeros((n, PV_SMALL.d), np.int8), (t, y, x))])], PV_SMALL)
+        gaps.append(cycles - 1 - n * (1 + rows) + PV_MODEL_SHORT)
+    return tuple(gaps)
+
+
+#: the smallest attention core that elaborates: the engine's 4x4 array
+#: (its sorted memories hold 4 units a word), d = 4 in batches of 4 (the P V
+#: detector's batch is array_cols), one S bank, tile (2, 2, 2), 4-byte
+#: beats, a memory of latency 1, heads of up to 8 tokens, the small format
+CORE_SMALL = (
+    KaleidoConfig(split=(1, 1, 2), batch=4, s_banks=1, lookahead=1),
+    CoreConfig(tile=(2, 2, 2), port_bytes=4, mem_latency=1, max_tokens=8),
+)
+
+
+def _core() -> wiring.Component:
+    from kaleido.hdl.core import KaleidoAttentionCore
+
+    return CoreStreams(KaleidoAttentionCore(*CORE_SMALL, _small_fmt()))
 
 
 def _o_accumulator() -> wiring.Component:
@@ -1726,6 +2196,16 @@ _B = KaleidoConfig().batch
 _LAT = max(r + c for r in range(KaleidoConfig().array_rows) for c in range(KaleidoConfig().array_cols))
 _PASS = 4 * SMALL_DISPATCH.batch + 1  # a pass of the small dispatcher: four phases of at most batch beats, one idle
 _FORMER_PASSES = _former_passes()
+_PV_BOUND = _pv_gaps()
+_PV_WHY = (
+    "2x1 array, d = 3 (3 channel blocks), key tiles up to (2, 2, 2), 2 query rows, values zero. The smallest "
+    "query tile (a key tile of one token, one row) gives its last total 14 cycles after its first beat (the "
+    "model's pv_tile_cycles = 15): depth 20 checks every input sequence (any shapes, rows, stalls on i and o) "
+    "for 20 cycles, in which whole query tiles of one key token end (rows 1 and 2, with o stalled up to 5 "
+    "cycles) and larger ones are checked as far as they get. z3 needs about 100 s per step from step 18 on "
+    "(the P V array's multipliers and the stage's row FIFO, memories as flip-flops)"
+)
+_CORE_DEPTH = 14
 #: the banked buffer's reduced configuration: 2 lanes (a 1x2 array), 2
 #: banks, FIFOs of 2 (the least for 2 lanes), N = 2 (4 entries, 2 words a bank)
 BANKED_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=2, s_banks=2, s_fifo_depth=2)
@@ -1873,6 +2353,18 @@ PROOFS.update(
             why=_BANKED_WHY,
             map_memories=True,
         ),
+        "accumulation_buffer_sums_short": Proof(
+            "accumulation_buffer_sums_short",
+            lambda: AccumulationBufferSums(_buffer(BANKED_BUFFER), BANKED_BUFFER, routing=False, fifo=False),
+            mode="bmc",
+            depth=7,
+            why="the fast subset's part of sums (14 s): a tile taken in cycle 0 or 1 is in its bank at 3 or 4, the "
+            "buffer settles and the unload's first words leave by cycle 6; every trace of two cycles of passes and "
+            "tiles (two lanes into one bank, a hold, a full FIFO) and its first words. sums (depth 9) is the deeper "
+            "check. Not by k-induction: the step case starts from free bank memories, which a harness cannot name "
+            "(no signal holds a memory word) to tie to its reference S",
+            map_memories=True,
+        ),
         "accumulation_buffer_fifo": Proof(
             "accumulation_buffer_fifo",
             lambda: AccumulationBufferSums(_buffer(BANKED_BUFFER), BANKED_BUFFER, routing=False, sums=False),
@@ -1912,8 +2404,59 @@ PROOFS.update(
             why="2 words of 2 beats, latency 2: the longest load is load_cycles(4, 2) = 6 cycles, so depth 12 holds "
             "two whole loads back to back after any command stream",
         ),
+        "tile_feeder_flow": Proof("tile_feeder_flow", _feeder, depth=2),
+        "tile_feeder_cover": Proof(
+            "tile_feeder_cover",
+            _feeder,
+            mode="cover",
+            depth=18,
+            why="a command of 1-token runs: each side loads in 4 cycles (latency 1), the first word 2 cycles after "
+            "the last response, a padded token's word at the 4th word",
+        ),
+        "core_stream": Proof(
+            "core_stream",
+            _core,
+            mode="bmc",
+            depth=_CORE_DEPTH,
+            slow=True,
+            timeout=600,
+            why=f"the smallest core that elaborates (4x4 array, d = 4, tile (2, 2, 2), heads of up to 8 tokens): "
+            f"{_CORE_DEPTH} cycles from reset hold the head command and the feeder's loads of the first query "
+            "box's runs (requests and responses, stalls on every port); z3 checks steps 0 .. 14 in about 290 s, "
+            "step 15 did not finish within 300 s. The first write of a head of one token comes 1,340 cycles after its "
+            "command (kaleido.model.core_cycles): no BMC or cover reaches it, so the write port's rule is checked "
+            "only while it is idle. The stages are proved one by one (tile_feeder, pass_dispatcher, "
+            "accumulation_buffer, tile_softmax, pv_tile, o_accumulator); this is their wiring's first cycles",
+        ),
         "o_accumulator_stream": Proof("o_accumulator_stream", lambda: StreamPorts(_o_accumulator()), depth=2),
         "pv_tile_stream": Proof("pv_tile_stream", lambda: StreamPorts(_pv_tile()), depth=3),
+        "pv_tile_scoreboard": Proof(
+            "pv_tile_scoreboard",
+            lambda: PvTileFlow(_pv_tile_small(), (2, 2, 2), 2),
+            mode="bmc",
+            depth=20,
+            slow=True,
+            map_memories=True,
+            why=_PV_WHY,
+        ),
+        "pv_tile_response": Proof(
+            "pv_tile_response",
+            lambda: PvTileFlow(_pv_tile_small(), (2, 2, 2), 2, bound=_PV_BOUND),
+            mode="bmc",
+            depth=20,
+            slow=True,
+            map_memories=True,
+            why=_PV_WHY + "; the bound is exercised for the query tiles that end within the depth",
+        ),
+        "pv_tile_cover": Proof(
+            "pv_tile_cover",
+            lambda: PvTileFlow(_pv_tile_small(), (2, 2, 2), 2),
+            mode="cover",
+            depth=20,
+            slow=True,
+            map_memories=True,
+            why="a total out: a query tile of one key token and one row ends 14 cycles after its first beat",
+        ),
         "o_accumulator_flow": Proof(
             "o_accumulator_flow",
             lambda: OAccumulatorFlow(_o_accumulator()),

@@ -283,6 +283,38 @@ FORMAL_MUTANTS = [
         "self.i.ready.eq(1)",
         "O accumulator handshake",
     ),
+    # the tile feeder streams two of the three batches of a token: 64 qk words, not 96
+    Mutant(
+        "tile_feeder_short_batch",
+        "hdl/tile_feeder.py",
+        "last_batch = b == nb - 1",
+        "last_batch = b == nb - 2",
+        "tile feeder",
+    ),
+    # the tile feeder loads the tile's whole x extent for a clipped box: more requests than the box has beats
+    Mutant(
+        "tile_feeder_full_runs",
+        "hdl/tile_feeder.py",
+        "loader.cmd.payload.count.eq(box.x)",
+        "loader.cmd.payload.count.eq(bx)",
+        "tile feeder",
+    ),
+    # the tile feeder steps its stream on valid, not on a transfer: a stalled word changes
+    Mutant(
+        "tile_feeder_ignores_ready",
+        "hdl/tile_feeder.py",
+        "with m.If(fire):",
+        "with m.If(self.qk.valid):",
+        "tile feeder handshake",
+    ),
+    # the P V stage writes every drained row, a padded one too, into its row FIFO: an extra total
+    Mutant(
+        "pv_tile_padded_row",
+        "hdl/pv_tile.py",
+        "fifo.w_en.eq(row_real)",
+        "fifo.w_en.eq(row_valid)",
+        "P V tile stage",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -312,6 +344,7 @@ SEEDED = [
     ("s_fifo_place", "accumulation_buffer_sums"),
     ("s_rmw_forward", "accumulation_buffer_sums"),
     ("s_bank_route", "accumulation_buffer_sums"),
+    ("s_rmw_forward", "accumulation_buffer_sums_short"),  # the fast subset's part of sums catches it too
     # the pass dispatcher issues a channel past the pass's count
     ("dispatcher_count", "pass_dispatcher_payload"),
     # the core's stages: a wrong request address, an early done, an early response, a lost total
@@ -323,6 +356,16 @@ SEEDED = [
     ("tile_softmax_divider_overlaps", "tile_softmax_stream"),
     ("o_acc_overwrites", "o_accumulator_stream"),
     ("o_acc_overwrites", "pv_tile_stream"),  # P V's o is its O accumulator's register
+    # the tile feeder: padding not zeroed, a wrong row stride (make mutate's list), a batch
+    # lost, extra requests for a clipped box, a stalled word that moves on
+    ("tile_feeder_no_padding", "tile_feeder_flow"),
+    ("tile_feeder_row_stride", "tile_feeder_flow"),
+    ("tile_feeder_short_batch", "tile_feeder_flow"),
+    ("tile_feeder_full_runs", "tile_feeder_flow"),
+    ("tile_feeder_ignores_ready", "tile_feeder_flow"),
+    # the P V stage writes a padded row of a row block into its row FIFO: a total made up (the BMC of
+    # depth 20 is slow, but this counterexample is at step 13: 16 s)
+    ("pv_tile_padded_row", "pv_tile_scoreboard"),
 ]
 
 
@@ -332,6 +375,10 @@ SEEDED = [
 SEEDED_TRACES = [
     ("pass_former_skips_pass", "pass_former_flow", 3),
     ("matcher_merges_full", "matcher_jobs", 4),
+    # the tile feeder: a box's second run (t, y + 1) at the wrong token (the run-token invariant,
+    # step 2); a clipped box's run loaded whole (the loader's beats, step 2)
+    ("tile_feeder_row_stride", "tile_feeder_flow", 4),
+    ("tile_feeder_full_runs", "tile_feeder_flow", 4),
     # a window of 8 strings from reset: the LFSR's 11 draws, then ASSIGN overfills a cluster
     pytest.param("scheduler_ignores_full", "scheduler_partition", 28, marks=pytest.mark.slow),
 ]
