@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import KaleidoConfig
 from ._common import as_config
 from .layouts import tile_layout
+from .pv_array import pv_array_signature
 from .pv_dispatcher import pv_unit_layout
 
 __all__ = ["MacPE", "DenseArray", "DensePvArray", "MAC_WIDTH"]
@@ -132,14 +133,7 @@ class DensePvArray(wiring.Component):
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)
         self._config = config
-        R, C = config.array_rows, config.array_cols
-        super().__init__(
-            {
-                "units": In(stream.Signature(pv_unit_layout(R, C))),
-                "hold": In(1),
-                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
-            }
-        )
+        super().__init__(pv_array_signature(config))
 
     def elaborate(self, platform):
         m = Module()

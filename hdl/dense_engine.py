@@ -19,21 +19,17 @@ Every ``S`` entry is the exact integer ``sum_c Q[i, c] K[j, c]``
 from __future__ import annotations
 
 from amaranth import Array, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
 
-from ..checks import check_grid
 from ..config import KaleidoConfig
 from ..loopnest import dense_pass_beats
 from ._common import as_config
 from .accumulation_buffer import AccumulationBuffer
 from .baseline import DenseArray
 from .encoding import Phase
-from .engine import MAX_TOKENS, s_layout
+from .engine import check_engine_tokens, engine_signature
 from .engine_control import EngineControl
-from .qk_memory import qk_layout
-from .scheduling import thresholds_init, thresholds_layout
 
 __all__ = ["DenseEngine", "check_dense_engine"]
 
@@ -42,16 +38,7 @@ def check_dense_engine(config: KaleidoConfig, grid) -> tuple[int, int, int]:
     """Validate a dense engine geometry; returns the grid as a tuple. A
     clear ValueError names the unsupported value."""
     as_config(config)
-    grid = check_grid(grid)
-    n = grid[0] * grid[1] * grid[2]
-    if n > MAX_TOKENS:
-        raise ValueError(
-            f"grid {grid!r} holds {n} tokens; the dense engine elaborates at most {MAX_TOKENS} "
-            "(its accumulation buffer holds N^2 scores)"
-        )
-    if n < 2:
-        raise ValueError(f"grid {grid!r} holds {n} token; the dense engine needs at least 2")
-    return grid
+    return check_engine_tokens(grid, "the dense engine")
 
 
 class DenseEngine(wiring.Component):
@@ -99,15 +86,7 @@ class DenseEngine(wiring.Component):
         self.s_width = config.buffer_width()
         self.accumulator = AccumulationBuffer(config, self.n_tokens)
         self.control = EngineControl(32)
-        super().__init__(
-            {
-                "qk": In(stream.Signature(qk_layout(config.batch))),
-                "thresholds": In(thresholds_layout(), init=thresholds_init(config)),
-                "s": Out(stream.Signature(s_layout(self.s_width))),
-                "cycles": Out(32),
-                "busy": Out(1),
-            }
-        )
+        super().__init__(engine_signature(config))
 
     @property
     def grid(self) -> tuple[int, int, int]:

@@ -39,25 +39,53 @@ from .pass_former import PassFormer
 from .qk_memory import QKMemory, qk_layout
 from .scheduling import SchedulingStage, thresholds_init, thresholds_layout
 
-__all__ = ["KaleidoEngine", "check_engine", "check_engine_input", "MAX_TOKENS", "s_layout", "qk_layout"]
+__all__ = [
+    "KaleidoEngine",
+    "check_engine",
+    "check_engine_tokens",
+    "engine_signature",
+    "check_engine_input",
+    "MAX_TOKENS",
+    "s_layout",
+    "qk_layout",
+]
 
 #: largest head the engine elaborates (its S memory holds N^2 entries)
 MAX_TOKENS = 1024
+
+
+def check_engine_tokens(grid, what: str = "the engine") -> tuple[int, int, int]:
+    """The grid of a Q K^T tile engine (``what`` names it in the message):
+    a valid grid of 2 to :data:`MAX_TOKENS` tokens; returns it as a tuple."""
+    grid = check_grid(grid)
+    n = grid[0] * grid[1] * grid[2]
+    if n > MAX_TOKENS:
+        raise ValueError(
+            f"grid {grid!r} holds {n} tokens; {what} elaborates at most {MAX_TOKENS} "
+            "(its accumulation buffer holds N^2 scores)"
+        )
+    if n < 2:
+        raise ValueError(f"grid {grid!r} holds {n} token; {what} needs at least 2")
+    return grid
+
+
+def engine_signature(config: KaleidoConfig) -> dict:
+    """The ports of a Q K^T tile engine (:class:`KaleidoEngine`, and the
+    dense one): ``qk`` in, ``thresholds``, ``s`` out, ``cycles``, ``busy``."""
+    return {
+        "qk": In(stream.Signature(qk_layout(config.batch))),
+        "thresholds": In(thresholds_layout(), init=thresholds_init(config)),
+        "s": Out(stream.Signature(s_layout(config.buffer_width()))),
+        "cycles": Out(32),
+        "busy": Out(1),
+    }
 
 
 def check_engine(config: KaleidoConfig, grid) -> tuple[int, int, int]:
     """Validate an engine geometry; returns the grid as a tuple. A clear
     ValueError names the unsupported value."""
     config = as_config(config)
-    grid = check_grid(grid)
-    n = grid[0] * grid[1] * grid[2]
-    if n > MAX_TOKENS:
-        raise ValueError(
-            f"grid {grid!r} holds {n} tokens; the engine elaborates at most {MAX_TOKENS} "
-            "(its accumulation buffer holds N^2 scores)"
-        )
-    if n < 2:
-        raise ValueError(f"grid {grid!r} holds {n} token; the engine needs at least 2")
+    grid = check_engine_tokens(grid)
     if (config.array_rows, config.array_cols) != (4, 4):
         raise ValueError(
             f"the engine drives a 4x4 array (its sorted memories hold 4 units per word), "
@@ -128,15 +156,7 @@ class KaleidoEngine(wiring.Component):
         self.pass_former = PassFormer(config, self._grid)
         self.accumulator = AccumulationBuffer(config, self.n_tokens)
         self.control = EngineControl(32)
-        super().__init__(
-            {
-                "qk": In(stream.Signature(qk_layout(config.batch))),
-                "thresholds": In(thresholds_layout(), init=thresholds_init(config)),
-                "s": Out(stream.Signature(s_layout(self.s_width))),
-                "cycles": Out(32),
-                "busy": Out(1),
-            }
-        )
+        super().__init__(engine_signature(config))
 
     @property
     def grid(self) -> tuple[int, int, int]:

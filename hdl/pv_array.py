@@ -11,7 +11,18 @@ from .array import KaleidoArray
 from .layouts import tile_layout
 from .pv_dispatcher import PvDispatcher, pv_unit_layout
 
-__all__ = ["PvArray"]
+__all__ = ["PvArray", "pv_array_signature"]
+
+
+def pv_array_signature(config: KaleidoConfig) -> dict:
+    """The ports of a P V array (:class:`PvArray`, and the dense one):
+    ``units`` in, ``hold``, ``tiles`` out."""
+    R, C = config.array_rows, config.array_cols
+    return {
+        "units": In(stream.Signature(pv_unit_layout(R, C))),
+        "hold": In(1),
+        "tiles": Out(tile_layout(config.acc_width)).array(R, C),
+    }
 
 
 class PvArray(wiring.Component):
@@ -25,14 +36,7 @@ class PvArray(wiring.Component):
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)
         self._config = config
-        R, C = config.array_rows, config.array_cols
-        super().__init__(
-            {
-                "units": In(stream.Signature(pv_unit_layout(R, C))),
-                "hold": In(1),
-                "tiles": Out(tile_layout(config.acc_width)).array(R, C),
-            }
-        )
+        super().__init__(pv_array_signature(config))
 
     def elaborate(self, platform):
         m = Module()
