@@ -128,14 +128,10 @@ def synth_core(
     ``transistors``, ``gate_depth`` of the logic, ``buffers`` (per buffer),
     ``buffer_bits``, ``logic_memory_bits`` (memories left to logic) and
     ``seconds``."""
-    from .flow import flip_flop_count, parse_ltp, parse_stat_json, parse_transistors, run_tool, tool_path
+    from .flow import LOGIC_STEPS, flip_flop_count, logic_stats, read_commands, run_tool, tool_path, work_dir
 
     t0 = time.time()
-    work = os.path.join(root, name)
-    os.makedirs(work, exist_ok=True)
-    for stale in ("mems.json", "macros.ys", "generic_stat.json", "cmos_stat.txt", "cmos_ltp.txt", "coarse.il"):
-        if os.path.exists(os.path.join(work, stale)):
-            os.remove(os.path.join(work, stale))
+    work = work_dir(root, name, ("mems.json", "macros.ys", "generic_stat.json", "cmos_stat.txt", "cmos_ltp.txt"))
     top = "core"
     dut = design() if callable(design) and not isinstance(design, wiring.Component) else design
     with open(os.path.join(work, "design.v"), "w") as f:
@@ -145,9 +141,8 @@ def synth_core(
         [
             yosys,
             "-p",
-            f"read_verilog design.v; hierarchy -top {top}; rename -hide w:*[[]*; "
-            f"synth -flatten -top {top} -run begin:fine; delete t:$scopeinfo; write_rtlil coarse.il; "
-            "select t:$mem_v2; write_json -selected mems.json",
+            f"{read_commands('design.v', top)} synth -flatten -top {top} -run begin:fine; delete t:$scopeinfo; "
+            "write_rtlil coarse.il; select t:$mem_v2; write_json -selected mems.json",
         ],
         work,
         "coarse.log",
@@ -161,15 +156,12 @@ def synth_core(
         [
             yosys,
             "-p",
-            f"read_rtlil coarse.il; script macros.ys; tee -o macros.txt select -count t:sram_macro; "
-            f"synth -top {top} -run fine:check; tee -o generic_stat.json stat -json; "
-            "dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; tee -o cmos_stat.txt stat -tech cmos; "
-            "tee -o cmos_ltp.txt ltp -noff",
+            f"read_rtlil coarse.il; script macros.ys; synth -top {top} -run fine:check; {LOGIC_STEPS}",
         ],
         work,
         "logic.log",
     )
-    cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
+    cells, transistors, gate_depth = logic_stats(work, top)
     macros = cells.pop("sram_macro", 0)
     if macros != len(buffers):
         raise RuntimeError(f"{name}: {len(buffers)} buffers chosen but {macros} sram_macro cells left after synth")
@@ -177,8 +169,8 @@ def synth_core(
     return {
         "cells": sum(cells.values()),
         "flip_flops": flip_flop_count(cells),
-        "transistors": parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read()),
-        "gate_depth": parse_ltp(open(os.path.join(work, "cmos_ltp.txt")).read()),
+        "transistors": transistors,
+        "gate_depth": gate_depth,
         "buffers": {n.lstrip("\\"): b for n, b in sorted(buffers.items())},
         "buffer_bits": sum(b["bits"] for b in buffers.values()),
         "logic_memory_bits": sum(b["bits"] for b in logic.values()),
@@ -186,11 +178,15 @@ def synth_core(
     }
 
 
-def core_area(entry: dict, data_path=None) -> dict:
+def _area_data(data_path=None) -> dict:
+    return tomllib.loads(pathlib.Path(DATA if data_path is None else data_path).read_text())
+
+
+def core_area(entry: dict, data_path=None, data: dict | None = None) -> dict:
     """mm^2 of a core entry of :func:`synth_core`: ``logic`` (transistors at
     the logic density and utilisation), ``buffers`` (bits at the SRAM bit
     cell over the macro's array efficiency) and ``total``."""
-    data = tomllib.loads(pathlib.Path(DATA if data_path is None else data_path).read_text())
+    data = data or _area_data(data_path)
     logic = entry["transistors"] / (data["logic"]["transistors_per_mm2"] * data["logic"]["utilization"])
     sram = entry["buffer_bits"] * data["sram"]["bitcell_um2"] / data["sram"]["array_efficiency"] * 1e-6
     return {"logic": logic, "buffers": sram, "total": logic + sram}
@@ -212,12 +208,12 @@ def core_report(entries: dict, designs: dict | None = None, data_path=None) -> d
       calibrated estimate): the number comparable with the paper's 7.9 %.
 
     A missing core gives ``error`` instead of the overheads."""
+    data = _area_data(data_path)
     missing = [k for k in CORE_VARIANTS if k not in entries]
-    out: dict = {k: dict(e, area_mm2=core_area(e, data_path)) for k, e in entries.items()}
+    out: dict = {k: dict(e, area_mm2=core_area(e, data=data)) for k, e in entries.items()}
     if missing:
         out["error"] = f"cores without a synthesis result: {missing}"
         return out
-    data = tomllib.loads(pathlib.Path(DATA if data_path is None else data_path).read_text())
     paper = data["paper"]
     per_array = paper["buffers_mm2"] / paper["arrays"]
     k, d = out["kaleido"]["area_mm2"], out["dense"]["area_mm2"]

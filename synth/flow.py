@@ -60,6 +60,9 @@ __all__ = [
     "write_table",
     "flip_flop_count",
     "failure_entry",
+    "LOGIC_STEPS",
+    "work_dir",
+    "logic_stats",
 ]
 
 #: report name -> emitted design
@@ -251,14 +254,36 @@ def flip_flop_count(cells: dict) -> int:
 RESULT_FILES = ("generic_stat.json", "cmos_stat.txt", "cmos_ltp.txt", "ice40_stat.json", "wrapped.json")
 
 
-def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True) -> dict:
-    """The whole flow for one design; returns its report entry."""
+#: the generic statistics and the CMOS steps after ``synth`` (module docstring)
+LOGIC_STEPS = (
+    "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
+    "tee -o cmos_stat.txt stat -tech cmos; tee -o cmos_ltp.txt ltp -noff"
+)
+
+
+def work_dir(root: str, name: str, stale=RESULT_FILES) -> str:
+    """``root/name``, created, without the ``stale`` results of an earlier
+    run (a tool that writes nothing must not leave an old result in place)."""
     work = os.path.join(root, name)
     os.makedirs(work, exist_ok=True)
-    for stale in RESULT_FILES:  # a tool that writes nothing must not leave an old result in place
-        path = os.path.join(work, stale)
+    for f in stale:
+        path = os.path.join(work, f)
         if os.path.exists(path):
             os.remove(path)
+    return work
+
+
+def logic_stats(work: str, top: str) -> tuple[dict, int, int]:
+    """What :data:`LOGIC_STEPS` wrote in ``work``: cells by type, the
+    transistor estimate and the gate depth."""
+    cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
+    transistors = parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read())
+    return cells, transistors, parse_ltp(open(os.path.join(work, "cmos_ltp.txt")).read())
+
+
+def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True) -> dict:
+    """The whole flow for one design; returns its report entry."""
+    work = work_dir(root, name)
     top = design
     with open(os.path.join(work, "design.v"), "w") as f:
         f.write(verilog.convert(DESIGNS[design](config), name=top, emit_src=False))
@@ -267,17 +292,13 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
         [
             yosys,
             "-p",
-            f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; "
-            "tee -o generic_stat.json stat -json; dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; "
-            "tee -o cmos_stat.txt stat -tech cmos; tee -o cmos_ltp.txt ltp -noff",
+            f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; {LOGIC_STEPS}",
         ],
         work,
         "generic.log",
     )
     del generic
-    cells = parse_stat_json(open(os.path.join(work, "generic_stat.json")).read(), top)
-    transistors = parse_transistors(open(os.path.join(work, "cmos_stat.txt")).read())
-    gate_depth = parse_ltp(open(os.path.join(work, "cmos_ltp.txt")).read())
+    cells, transistors, gate_depth = logic_stats(work, top)
     run_tool(
         [
             yosys,
