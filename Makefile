@@ -26,7 +26,7 @@ help:
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design, and the whole Kaleido core beside the dense core"
 	@echo "                (logic transistors, buffers as SRAM bits, area overhead: key core) -> build/synth/report.json,"
 	@echo "                docs/SYNTH_TABLE.md; a failing design is named with its log tail and tool version, the rest"
-	@echo "                still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores)"
+	@echo "                still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores; --designs alone runs none)"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
 	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator (goal 200k)) -> build/bench/*.json, *.csv"

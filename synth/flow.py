@@ -559,8 +559,9 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--no-fmax", action="store_true")
     ap.add_argument(
         "--cores",
-        default=",".join(CORE_VARIANTS),
-        help="the whole cores to synthesize beside the blocks (comma-separated: kaleido,dense; empty: none)",
+        default=None,
+        help="the whole cores to synthesize beside the blocks (comma-separated: kaleido,dense; empty: none; "
+        "default: both, or none when --designs picks blocks)",
     )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
@@ -570,6 +571,8 @@ def main(argv: list | None = None) -> int:
     for n in names:
         if n not in REPORT_DESIGNS:
             raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
+    if args.cores is None:  # the whole run, or only the blocks a user named
+        args.cores = ",".join(CORE_VARIANTS) if args.designs == ap.get_default("designs") else ""
     cores = tuple(c for c in args.cores.split(",") if c)
     for c in cores:
         if c not in CORE_VARIANTS:

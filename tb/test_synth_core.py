@@ -135,3 +135,29 @@ def test_core_report_names_a_missing_core():
     rep = core_report({"kaleido": _entry(1_200_000, 1_000_000)})
     assert "overhead" not in rep and "['dense']" in rep["error"]
     assert any("incomplete" in line for line in core_table({"core": rep}))
+
+
+class _Picked(Exception):
+    pass
+
+
+def test_make_synth_runs_the_cores_only_on_the_whole_run(monkeypatch):
+    """`make synth` runs both cores; `--designs` alone (a block or two, as
+    the flow's own tests do) runs none of them; `--cores` picks."""
+    from kaleido.synth import flow
+
+    def fake(names, config, root, **kw):
+        raise _Picked(kw["cores"])
+
+    monkeypatch.setattr(flow, "run_flow", fake)
+    for argv, cores in (
+        ([], ("kaleido", "dense")),
+        (["--designs", "baseline_pe"], ()),
+        (["--designs", "baseline_pe", "--cores", "dense"], ("dense",)),
+        (["--cores="], ()),
+    ):
+        with pytest.raises(_Picked) as picked:
+            flow.main(argv + ["--root", "build/test_synth/picked"])
+        assert picked.value.args[0] == cores, argv
+    with pytest.raises(SystemExit, match="unknown core 'sparse'"):
+        flow.main(["--cores", "sparse"])
