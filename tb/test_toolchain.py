@@ -80,6 +80,7 @@ def test_make_verilog(tmp_path):
         "matcher",
         "pv_dispatcher",
         "pv_array",
+        "dense_pv_array",
         "softmax",
         "output_scaler",
         "tile_softmax",
