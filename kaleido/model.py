@@ -1160,9 +1160,23 @@ def tile_softmax_cycles(walk, lanes: int, fmt: SoftmaxFormat | None = None) -> i
 #: the P V tile stage's issue overhead per key tile (``kaleido.hdl.pv_tile.PvTile``:
 #: the first unit's read, the dispatcher's register; :func:`pv_tile_cycles`)
 PV_TILE_ISSUE = 3
-#: the stage's tail beyond the array's drain (the row FIFO, the O
-#: accumulators; :func:`pv_tile_cycles`)
-PV_TILE_TAIL = 1
+#: the stage's tail after a drained row: the row FIFO (``SyncFIFOBuffered``:
+#: the row is written, then moves to its output register, 2 cycles) and the
+#: O accumulators (``OAccumulator.latency``, 2 cycles); :func:`pv_tile_cycles`
+PV_TILE_TAIL = 4
+
+
+def _pv_tile_tail(rows: int, config: KaleidoConfig, pe_latency: int = PE_LATENCY) -> int:
+    """Cycles from the P V tile stage's last array beat to its last total on
+    ``o``: the query tile's last row is row ``r = (rows - 1) mod
+    array_rows`` of its last pass, drained (deskewed to the last column)
+    at PE ``(r, C - 1)`` (:func:`kaleido.config.tile_latency`, the dense
+    array's PE ``pe_latency`` instead of :data:`PE_LATENCY`), then
+    :data:`PV_TILE_TAIL`. It depends on the row the last total comes from,
+    not on how many rows the array has (issue 19: the model used to wait
+    for the array's last row, exact on 4-row arrays only)."""
+    r = (rows - 1) % config.array_rows
+    return tile_latency(r, config.array_cols - 1) - (PE_LATENCY - pe_latency) + PV_TILE_TAIL
 
 
 def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int]:
@@ -1208,9 +1222,12 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
     beats, ``b`` of them the last two units'; a unit issues as the one
     before it enters the dispatcher), so the last unit issues ``B - b +
     PV_TILE_ISSUE - 1`` cycles after the last fill beat and ``i`` takes the
-    next key tile's header the cycle after. The final key tile's last total leaves ``b + array_drain +
-    PV_TILE_TAIL + (rows - 1) mod array_rows`` cycles after its last unit
-    issues (row ``r`` of a pass drains ``r`` cycles after row 0).
+    next key tile's header the cycle after. The final key tile's last
+    total leaves ``b + r + C + 1 + PV_TILE_TAIL`` cycles after its last unit
+    issues, ``r = (rows - 1) mod array_rows`` the row of the pass it comes
+    from (``r + C + 1``: ``tile_latency(r, C - 1)``, the drain of that row;
+    row ``r`` of a pass drains ``r`` cycles after row 0, whatever the
+    array's rows).
     Checked equal to the RTL in ``tb/test_pv_tile.py``."""
     config = config or KaleidoConfig()
     tiles = list(walk)
@@ -1226,7 +1243,7 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
             beats, last = pv_tile_beats(V, shape, rows, config)
             t += 1 + n + rows * n + beats - last + PV_TILE_ISSUE - 1
     rows = tiles[-1][0]
-    return t + last + array_drain(config) + PV_TILE_TAIL + (rows - 1) % config.array_rows + 1
+    return t + last + _pv_tile_tail(rows, config) + 1
 
 
 # -- the attention core (issue 13, docs/CORE.md "The core") ------------------
@@ -1272,7 +1289,7 @@ def core_cycles(
     dense = check_variant(variant) == "dense"
     # P V: the dense array issues both tokens of every pair (FULL never)
     pv_config = config.replace(F=9, P=9, group_thresholds=None) if dense else config
-    drain = array_drain(config) - (PE_LATENCY - DENSE_PE_LATENCY if dense else 0)
+    pe_latency = DENSE_PE_LATENCY if dense else PE_LATENCY
     T, H, W = (int(e) for e in grid)
     tile = core.tile
     bt, by, bx = tile
@@ -1281,7 +1298,6 @@ def core_cycles(
     words = 2 * tt * len(config.batches)
     divide = TILE_SOFTMAX_LATENCY + 1 + fmt.recip_width
     boxes = tile_boxes((T, H, W), tile)
-    R = config.array_rows
 
     def loads(q_shape, k_shape, with_v):
         shapes = (q_shape, k_shape, k_shape) if with_v else (q_shape, k_shape)
@@ -1356,7 +1372,7 @@ def core_cycles(
             last_issue = last_fill + B - b + PV_TILE_ISSUE - 1
             pv_ready = last_issue + 1
             if final_k:
-                last_o = last_issue + b + drain + PV_TILE_TAIL + (rows - 1) % R
+                last_o = last_issue + b + _pv_tile_tail(rows, config, pe_latency)
                 last_write = max(last_write, last_o + 2)
                 if qi + 1 < len(boxes):
                     state += 1  # QUERY

@@ -47,6 +47,43 @@ def test_bit_exact_and_the_model_is_the_rtl(name, source, seed):
     assert cycles == model, f"seed {seed}: RTL {cycles} cycles, model {model}"
 
 
+#: arrays of other than 4 rows (the core's): the last total's drain depends
+#: on the row it comes from, not on ``array_rows`` (issue 19); passes both
+#: shorter than the array's rows (padded) and as long or longer
+ARRAYS = {
+    "1x1": KaleidoConfig(batch=4, array_rows=1, array_cols=1, split=(2, 1, 2)),
+    "1x2": KaleidoConfig(batch=4, array_rows=1, array_cols=2, split=(3, 2, 2)),
+    "2x1": KaleidoConfig(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1)),
+    "2x2": KaleidoConfig(batch=8, array_rows=2, array_cols=2, split=(2, 3, 2)),
+    "3x1": KaleidoConfig(batch=6, array_rows=3, array_cols=1, split=(2, 2, 1)),
+    "4x2": KaleidoConfig(batch=8, array_rows=4, array_cols=2, split=(2, 3, 2)),
+    "5x1": KaleidoConfig(batch=10, array_rows=5, array_cols=1, split=(2, 2, 1)),
+    "6x2": KaleidoConfig(batch=4, array_rows=6, array_cols=2, split=(2, 2, 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(ARRAYS))
+def test_the_model_is_the_rtl_on_any_array(name, seed):
+    """The four query tiles of ``WALK`` (1 to 6 rows: the last total from
+    every row of a row block) on arrays of 1 to 6 rows: bit-exact, and the
+    cycles equal :func:`pv_tile_cycles` exactly (a model that drains the
+    array's last row, not the query tile's, is ``4 - array_rows`` cycles
+    off here)."""
+    expected, got, cycles, model = _run(ARRAYS[name], WALK, seed)
+    assert got == expected, f"seed {seed}"
+    assert cycles == model, f"seed {seed}: RTL {cycles} cycles, model {model}"
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_the_model_is_the_rtl_on_one_key_token(rows, seed):
+    """The smallest query tiles (one key token; one or two rows) on the
+    formal harness's 2x1 array (``tb/formal.py`` ``PV_SMALL``): the
+    response proof's bound is the model's, with no slack."""
+    expected, got, cycles, model = _run(ARRAYS["2x1"], [(rows, [(1, 1, 1)])], seed)
+    assert got == expected, f"seed {seed}"
+    assert cycles == model, f"seed {seed}: RTL {cycles} cycles, model {model}"
+
+
 @pytest.mark.parametrize("stalls", [("random", "none"), ("none", "random"), ("random", "random")])
 def test_stalls_change_no_value(stalls, seed):
     """A stalled ``o`` fills the row FIFO; the credits stop passes before it
