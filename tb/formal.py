@@ -2109,16 +2109,11 @@ def _pv_tile_small() -> wiring.Component:
     return PvTile(PV_SMALL, (2, 2, 2), 2)
 
 
-#: cycles the model's ``pv_tile_cycles`` is short on a 2-row array: it is
-#: exact on the 4-row arrays of the core and its tests, 4 - array_rows
-#: cycles short on smaller ones (found by ``pv_tile_response``; docs/FORMAL.md)
-PV_MODEL_SHORT = 2
-
-
 def _pv_gaps() -> tuple[int, ...]:
     """The P V stage's cycles from a query tile's last P beat to its last
-    total, per key tile shape and rows (the model's, values zero, plus
-    :data:`PV_MODEL_SHORT`), in :class:`PvTileFlow`'s index order."""
+    total, per key tile shape and rows (the model's exactly, values zero:
+    no slack; ``pv_tile_cycles`` is exact on the 2x1 array since issue 19,
+    ``tb/test_pv_tile.py``), in :class:`PvTileFlow`'s index order."""
     import itertools
 
     import numpy as np
@@ -2129,7 +2124,7 @@ def _pv_gaps() -> tuple[int, ...]:
     for t, y, x, rows in itertools.product((1, 2), (1, 2), (1, 2), (1, 2)):
         n = t * y * x
         cycles = pv_tile_cycles([(rows, [(np.zeros((n, PV_SMALL.d), np.int8), (t, y, x))])], PV_SMALL)
-        gaps.append(cycles - 1 - n * (1 + rows) + PV_MODEL_SHORT)
+        gaps.append(cycles - 1 - n * (1 + rows))
     return tuple(gaps)
 
 
@@ -2199,10 +2194,11 @@ _FORMER_PASSES = _former_passes()
 _PV_BOUND = _pv_gaps()
 _PV_WHY = (
     "2x1 array, d = 3 (3 channel blocks), key tiles up to (2, 2, 2), 2 query rows, values zero. The smallest "
-    "query tile (a key tile of one token, one row) gives its last total 14 cycles after its first beat (the "
-    "model's pv_tile_cycles = 15): depth 20 checks every input sequence (any shapes, rows, stalls on i and o) "
-    "for 20 cycles, in which whole query tiles of one key token end (rows 1 and 2, with o stalled up to 5 "
-    "cycles) and larger ones are checked as far as they get. z3 needs about 100 s per step from step 18 on "
+    "query tile (a key tile of one token, one row) gives its last total 16 cycles after its first beat (the "
+    "model's pv_tile_cycles = 17; 19 with 2 rows): depth 20 checks every input sequence (any shapes, rows, "
+    "stalls on i and o) for 20 cycles, in which whole query tiles of one key token end (rows 1 and 2, with o "
+    "stalled up to 3 and 1 cycles) and larger ones are checked as far as they get. z3 needs about 100 s per "
+    "step from step 18 on "
     "(the P V array's multipliers and the stage's row FIFO, memories as flip-flops)"
 )
 _CORE_DEPTH = 14

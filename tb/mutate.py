@@ -311,6 +311,13 @@ MUTANTS = [
         "array timing",
     ),
     Mutant(
+        "model_pv_tile_four_rows",  # issue 19: the old model, exact on 4-row arrays only
+        "kaleido/model.py",
+        "return tile_latency(r, config.array_cols - 1) - (PE_LATENCY",
+        "return tile_latency(r + config.array_rows - 4, config.array_cols - 1) - (PE_LATENCY",
+        "P V timing",
+    ),
+    Mutant(
         "model_pv_drain",
         "kaleido/model.py",
         "        beats + 1 + array_drain(config),",
