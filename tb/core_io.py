@@ -16,6 +16,7 @@ import numpy as np
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from kaleido.golden.core import beats_per_row, memory_image
 from kaleido.golden.softmax import head_constant
+from kaleido.tb.engine_io import signed_values
 
 __all__ = ["core_command", "core_head", "decode_o", "run_core", "simulate_core"]
 
@@ -45,8 +46,9 @@ def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig,
 def decode_o(values, n: int, d: int, width: int) -> np.ndarray:
     """O (int64 ``(n, d)``) from its values (unsigned ``width``-bit patterns,
     row-major)."""
-    o = np.array([int(v) for v in values[: n * d]], dtype=np.int64)
-    return np.where(o >> (width - 1) & 1, o - (1 << width), o).reshape(n, d)
+    if len(values) < n * d:
+        raise ValueError(f"expected {n * d} O values, got {len(values)}")
+    return signed_values(values[: n * d], width).reshape(n, d)
 
 
 def run_core(

@@ -28,9 +28,13 @@ def decode_scores(values, n_tokens: int, width: int) -> np.ndarray:
     stream (row-major, unsigned ``width``-bit patterns)."""
     if len(values) != n_tokens * n_tokens:
         raise ValueError(f"expected {n_tokens * n_tokens} scores, got {len(values)}")
+    return signed_values(values, width).reshape(n_tokens, n_tokens)
+
+
+def signed_values(values, width: int) -> np.ndarray:
+    """int64 two's-complement values of unsigned ``width``-bit patterns."""
     v = np.array([int(x) for x in values], dtype=np.int64)
-    v = np.where(v >> (width - 1) & 1, v - (1 << width), v)
-    return v.reshape(n_tokens, n_tokens)
+    return np.where(v >> (width - 1) & 1, v - (1 << width), v)
 
 
 def threshold_word(thresholds) -> int:
