@@ -274,6 +274,13 @@ MUTANTS = [
         "accumulation buffer",
     ),
     Mutant(
+        "s_fifo_write_under_hold",
+        "hdl/accumulation_buffer.py",
+        "with m.If(take & (arrivals != 0)):",
+        "with m.If(arrivals != 0):",
+        "accumulation buffer",
+    ),
+    Mutant(
         "s_rmw_forward",
         "hdl/accumulation_buffer.py",
         "Mux(last_valid & (last_offset == s1.offset), last_value, rd.data)",
