@@ -72,7 +72,7 @@ def module_shares(report: str, verilog: str) -> dict[str, float]:
         if m:
             starts.append(i)
             names.append(m.group(1))
-    shares: collections.Counter[str] = collections.Counter()
+    shares: dict[str, float] = collections.defaultdict(float)
     for line in report.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+\[\.\]\s+(\S+)", line)
         if not m:
@@ -83,7 +83,7 @@ def module_shares(report: str, verilog: str) -> dict[str, float]:
             shares[names[max(0, bisect.bisect_right(starts, int(at.group(1))) - 1)]] += pct
         else:
             shares[sym] += pct
-    return {k: round(v, 2) for k, v in shares.most_common()}
+    return {k: round(v, 2) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])}
 
 
 def main(argv: list[str] | None = None) -> int:
