@@ -23,7 +23,7 @@ help:
 	@echo "                dispatcher blocks, array, buffer, softmax, pass former, tiled softmax, O accumulator, P V tile,"
 	@echo "                tile loader and feeder, memory model and the core's ports; PE products for all int8; matcher"
 	@echo "                function; scheduler partition (k-induction) -> build/formal/report.json, table in docs/FORMAL.md"
-	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json (~15 min)"
+	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json (70-90 min)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design, and the whole Kaleido core beside the dense core"
 	@echo "                (logic transistors, buffers as SRAM bits, area overhead: key core) -> build/synth/report.json,"
 	@echo "                docs/SYNTH_TABLE.md; a failing design is named with its log tail and tool version, the rest"
