@@ -18,7 +18,7 @@ from kaleido.golden.core import beats_per_row, memory_image
 from kaleido.golden.softmax import head_constant
 from kaleido.tb.engine_io import signed_values
 
-__all__ = ["core_command", "core_head", "decode_o", "run_core", "simulate_core"]
+__all__ = ["command_bits", "core_command", "core_head", "decode_o", "run_core", "simulate_core"]
 
 
 def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
@@ -41,6 +41,16 @@ def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig,
         "constant": head_constant(qs * ks / math.sqrt(d), fmt),
     }
     return image, cmd
+
+
+def command_bits(cmd: dict, core: CoreConfig, fmt: SoftmaxFormat) -> int:
+    """The head command ``cmd`` (:func:`core_command`'s) as the bits of the
+    core's ``cmd`` payload (:func:`kaleido.hdl.core.head_layout`)."""
+    from amaranth.hdl import Const
+
+    from kaleido.hdl.core import head_layout
+
+    return Const.cast(head_layout(core, fmt).const(cmd)).value
 
 
 def decode_o(values, n: int, d: int, width: int) -> np.ndarray:
@@ -72,9 +82,6 @@ def run_core(
     slower; default: the wheel's). ``stall_seed``: random stalls on both
     memory ports (the soak; ``CoreBench``). ``variant``: the core's
     (``"kaleido"`` or ``"dense"``)."""
-    from amaranth.hdl import Const
-
-    from kaleido.hdl.core import head_layout
     from kaleido.tb.core_benches import CORE_TOP, CoreBench, emit_core_bench
     from kaleido.tb.runner import run_cocotb
 
@@ -82,7 +89,7 @@ def run_core(
     n, d = Q.shape
     image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
     bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
-    bits = Const.cast(head_layout(core, fmt).const(cmd)).value
+    bits = command_bits(cmd, core, fmt)
     env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words})}
     digest = hashlib.sha1(repr((image, cmd, stall_seed)).encode()).hexdigest()[:10]
     tile = "x".join(map(str, core.tile))

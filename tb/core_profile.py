@@ -27,9 +27,8 @@ import shutil
 import subprocess
 import time
 
-from amaranth.hdl import Const
-
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
+from kaleido.tb.core_benches import CORE_BENCH
 
 __all__ = ["plain_top", "module_shares", "main"]
 
@@ -46,7 +45,7 @@ module {PLAIN_TOP};
   wire cmd__ready, busy; wire [31:0] cycles;
   reg [{len(bench.raddr) - 1}:0] raddr = 0; wire [{len(bench.rdata) - 1}:0] rdata;
   always #5 clk = ~clk;
-  core_bench bench(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
+  {CORE_BENCH} bench(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
     .cmd__ready(cmd__ready), .busy(busy), .cycles(cycles), .raddr(raddr), .rdata(rdata));
   integer i;
   initial begin
@@ -90,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import head_layout
     from kaleido.tb.core_benches import CoreBench, emit_core_bench
-    from kaleido.tb.core_io import core_command
+    from kaleido.tb.core_io import command_bits, core_command
     from kaleido.tb.runner import verilator_env
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -110,20 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     n, d = w.q.shape
     image, cmd = core_command(w.q, w.k, w.v, grid, w.scales, config, core, fmt)
     bench = CoreBench(image, n * d, config, core, fmt)
-    layout = head_layout(core, fmt)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     source = pathlib.Path(emit_core_bench(bench, out))
-    (out / "plain_top.v").write_text(plain_top(bench, Const.cast(layout.const(cmd)).value, layout.size))
-    obj = out / ("obj_plain" if args.no_perf else "obj_prof")
+    (out / "plain_top.v").write_text(plain_top(bench, command_bits(cmd, core, fmt), head_layout(core, fmt).size))
+    obj = "obj_plain" if args.no_perf else "obj_prof"
     env = {**os.environ, **verilator_env()}
     build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
-    build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj.name]
+    build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj]
     build += [] if args.no_perf else ["--prof-cfuncs"]
     t0 = time.time()
     subprocess.run([*build, source.name, "plain_top.v"], cwd=out, env=env, check=True, capture_output=True)
     built = time.time() - t0
-    binary = f"{obj.name}/V{PLAIN_TOP}"
+    binary = f"{obj}/V{PLAIN_TOP}"
     run = [binary] if args.no_perf else ["perf", "record", "-q", "-o", "perf.data", binary]
     t0 = time.time()
     text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
