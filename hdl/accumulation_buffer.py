@@ -105,8 +105,11 @@ class AccumulationBuffer(wiring.Component):
     not ``hold``. ``hold`` (out): some bank's FIFO cannot take this cycle's
     tiles; the array must present the same tiles again next cycle (the
     engine freezes the array and the dispatcher). ``pass_tokens`` (in,
-    :func:`pass_tokens_layout`) and ``pass_taken`` (in): the tokens of the
-    pass the dispatcher takes this cycle (never while ``hold``).
+    :func:`pass_tokens_layout` of ``config.sub_shape``) and ``pass_taken``
+    (in, one bit per array, ``config.n_arrays``): the tokens of the pass
+    (with small arrays, the block, hdl/array_set.py) an array's dispatcher
+    takes this cycle (at most one a cycle, never while ``hold``); each
+    array has its own ring, and the lanes of its PEs follow it.
     ``drained`` (out): every pass taken so far has had its last tile (its T3
     tile at the last PE) taken. ``settled`` (out): drained, and every tile is
     in ``S`` (FIFOs and pipelines empty). ``S`` needs no clearing between
@@ -145,8 +148,8 @@ class AccumulationBuffer(wiring.Component):
             {
                 "tiles": In(tile_layout(config.acc_width)).array(R, C),
                 "hold": Out(1),
-                "pass_tokens": In(pass_tokens_layout(R, C, n_tokens)),
-                "pass_taken": In(1),
+                "pass_tokens": In(pass_tokens_layout(*config.sub_shape, n_tokens)),
+                "pass_taken": In(config.n_arrays),
                 "drained": Out(1),
                 "settled": Out(1),
                 "unload": In(1),
@@ -182,16 +185,28 @@ class AccumulationBuffer(wiring.Component):
         words = N * -(-N // B)
         entry_layout = bank_entry_layout(N, B, width)
 
-        # ---- the ring of passes in flight --------------------------------
-        ring = Array(Signal(pass_tokens_layout(R, C, N), name=f"in_flight{k}") for k in range(RING_DEPTH))
-        ring_write = Signal(range(RING_DEPTH))
-        with m.If(self.pass_taken):
-            m.d.sync += [ring[ring_write].eq(self.pass_tokens), ring_write.eq(ring_write + 1)]
-        # passes taken whose T3 tile has not yet left the last PE
-        in_flight = Signal(range(RING_DEPTH + 1))
-        last_pe_done = Signal()
-        m.d.sync += in_flight.eq(in_flight + self.pass_taken - last_pe_done)
-        m.d.comb += self.drained.eq(in_flight == 0)
+        # ---- a ring of passes in flight per array ---------------------------
+        # (one array of the pass's shape: one ring; with small arrays, each
+        # array's blocks, ``config.sub_arrays``, hdl/array_set.py)
+        r_sub, c_sub = cfg.sub_shape
+        A = cfg.n_arrays
+        rings, in_flights, last_pe_dones = [], [], []
+        for a in range(A):
+            sfx = f"_{a}" if A > 1 else ""
+            ring = Array(
+                Signal(pass_tokens_layout(r_sub, c_sub, N), name=f"in_flight{k}{sfx}") for k in range(RING_DEPTH)
+            )
+            ring_write = Signal(range(RING_DEPTH), name=f"ring_write{sfx}")
+            with m.If(self.pass_taken[a]):
+                m.d.sync += [ring[ring_write].eq(self.pass_tokens), ring_write.eq(ring_write + 1)]
+            # passes taken whose T3 tile has not yet left the array's last PE
+            in_flight = Signal(range(RING_DEPTH + 1), name=f"in_flight{sfx}")
+            last_pe_done = Signal(name=f"last_pe_done{sfx}")
+            m.d.sync += in_flight.eq(in_flight + self.pass_taken[a] - last_pe_done)
+            rings.append(ring)
+            in_flights.append(in_flight)
+            last_pe_dones.append(last_pe_done)
+        m.d.comb += self.drained.eq(Cat(*(f == 0 for f in in_flights)).all())
         take = ~self.hold
 
         # ---- one lane per PE: the tile's entry, bank and word --------------
@@ -199,9 +214,12 @@ class AccumulationBuffer(wiring.Component):
         for r in range(R):
             for c in range(C):
                 tile = self.tiles[r][c]
+                # the lane's array and its PE there
+                a = (r // r_sub) * (C // c_sub) + c // c_sub
+                y, x = r % r_sub, c % c_sub
                 ring_read = Signal(range(RING_DEPTH), name=f"ring_read{r}_{c}")
-                entry = ring[ring_read]
-                row, col = entry.rows[r], entry.cols[c]
+                entry = rings[a][ring_read]
+                row, col = entry.rows[y], entry.cols[x]
                 phase = tile.phase
                 # T2, T3 take the row follower; T1, T3 the column follower
                 i = Mux(phase[1], row.follower, row.anchor)
@@ -223,8 +241,8 @@ class AccumulationBuffer(wiring.Component):
                 m.d.comb += [write.address.eq(i * N + j), write.enable.eq(hit & take)]
                 with m.If(tile.valid & (phase == Phase.T3) & take):
                     m.d.sync += ring_read.eq(ring_read + 1)
-                if (r, c) == (R - 1, C - 1):
-                    m.d.comb += last_pe_done.eq(tile.valid & (phase == Phase.T3) & take)
+                if (y, x) == (r_sub - 1, c_sub - 1):
+                    m.d.comb += last_pe_dones[a].eq(tile.valid & (phase == Phase.T3) & take)
                 lane_bank.append(bank)
                 lane_entry.append(word)
                 lane_hit.append(hit)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 from amaranth import Module
-from amaranth.hdl import EnableInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,8 +31,7 @@ from ..config import KaleidoConfig
 from ..loopnest import batches
 from ._common import as_config
 from .accumulation_buffer import AccumulationBuffer, score_layout
-from .array import KaleidoArray
-from .dispatcher import PassDispatcher
+from .array_set import ArraySet
 from .engine_control import EngineControl
 from .pass_former import PassFormer
 from .qk_memory import QKMemory, qk_layout
@@ -154,6 +152,7 @@ class KaleidoEngine(wiring.Component):
         self.qk_memory = QKMemory(config, self.n_tokens, len(self.batch_table))
         self.scheduling = SchedulingStage(config, self._grid)
         self.pass_former = PassFormer(config, self._grid)
+        self.arrays = ArraySet(config, self.n_tokens)
         self.accumulator = AccumulationBuffer(config, self.n_tokens)
         self.control = EngineControl(32)
         super().__init__(engine_signature(config))
@@ -168,12 +167,8 @@ class KaleidoEngine(wiring.Component):
         m.submodules.qk_memory = qk_memory = self.qk_memory
         m.submodules.scheduling = scheduling = self.scheduling
         m.submodules.pass_former = pass_former = self.pass_former
-        dispatcher = PassDispatcher(self._config)
+        m.submodules.arrays = arrays = self.arrays
         hold = self.accumulator.hold
-        # the buffer's hold freezes the dispatcher with the array: both then
-        # run in the array's own time (docs/ENGINE.md)
-        m.submodules.dispatcher = EnableInserter(~hold)(dispatcher)
-        m.submodules.array = array = KaleidoArray(self._config)
         m.submodules.accumulator = accumulator = self.accumulator
         m.submodules.control = control = self.control
 
@@ -181,24 +176,26 @@ class KaleidoEngine(wiring.Component):
         wiring.connect(m, wiring.flipped(self.qk), qk_memory.qk)
         wiring.connect(m, scheduling.q, qk_memory.q)
         wiring.connect(m, scheduling.k, qk_memory.k)
-        # scheduling stage -> sorted memories -> pass former -> dispatcher -> array
+        # scheduling stage -> sorted memories -> pass former -> dispatcher(s) -> array(s)
         wiring.connect(m, pass_former.sorted_rows, scheduling.sorted_rows)
         wiring.connect(m, pass_former.sorted_cols, scheduling.sorted_cols)
+        # the buffer's hold freezes the dispatchers with the arrays: they
+        # then run in the arrays' own time (docs/ENGINE.md)
         m.d.comb += [
-            dispatcher.passes.payload.eq(pass_former.passes.payload),
-            dispatcher.passes.valid.eq(pass_former.passes.valid & ~hold),
-            pass_former.passes.ready.eq(dispatcher.passes.ready & ~hold),
+            arrays.passes.payload.eq(pass_former.passes.payload),
+            arrays.passes.valid.eq(pass_former.passes.valid & ~hold),
+            pass_former.passes.ready.eq(arrays.passes.ready & ~hold),
+            arrays.pass_tokens.eq(pass_former.tokens),
+            arrays.hold.eq(hold),
         ]
-        wiring.connect(m, dispatcher.beats, array.slots)
-        # array -> accumulation buffer -> s
+        # arrays -> accumulation buffer -> s
         wiring.connect(m, accumulator.s, wiring.flipped(self.s))
         m.d.comb += [
-            accumulator.tiles[r][c].eq(tile) for r, row in enumerate(array.tiles) for c, tile in enumerate(row)
+            accumulator.tiles[r][c].eq(tile) for r, row in enumerate(arrays.tiles) for c, tile in enumerate(row)
         ]
         m.d.comb += [
-            array.hold.eq(hold),
-            accumulator.pass_tokens.eq(pass_former.tokens),
-            accumulator.pass_taken.eq(pass_former.taken),
+            accumulator.pass_tokens.eq(arrays.block_tokens),
+            accumulator.pass_taken.eq(arrays.block_taken),
         ]
         # the head sequence: a head starts on its last input word (both
         # stages restart, the schedulers' LFSRs at the seed)
@@ -212,11 +209,11 @@ class KaleidoEngine(wiring.Component):
             pass_former.restart.eq(head_start),
             pass_former.run.eq(control.run),
             pass_former.scheduled.eq(scheduling.scheduled),
-            pass_former.drained.eq(accumulator.drained),
+            pass_former.drained.eq(accumulator.drained & arrays.idle),
             accumulator.unload.eq(control.unload),
             control.loaded.eq(head_start),
             control.done.eq(pass_former.done),
-            control.drained.eq(accumulator.settled),
+            control.drained.eq(accumulator.settled & arrays.idle),
             control.unloaded.eq(accumulator.unloaded),
             self.cycles.eq(control.cycles),
             self.busy.eq(control.busy),

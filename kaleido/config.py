@@ -157,7 +157,15 @@ class KaleidoConfig:
     accumulators : int
         3 (the paper's PE) or 4 (the measured extension of spec sec. 5).
     array_rows, array_cols : int
-        PE array size in pair groups (4x4 by default).
+        PE array size in pair groups (4x4 by default): the shape of a pass.
+    sub_arrays : (int, int)
+        The shape ``(r, c)`` of the arrays that compute the passes (issue
+        14, docs/ENGINE.md "Small arrays"): each ``array_rows x
+        array_cols`` pass is split into ``(array_rows / r) (array_cols /
+        c)`` blocks of ``r x c`` units, dealt one a cycle from a shared
+        queue to whichever of that many ``r x c`` arrays is free first
+        (the lowest index on a tie). ``None`` (the default) is one array of
+        the pass's shape, the paper's.
     s_banks : int
         Banks of the engine's accumulation buffer (a power of two; each a
         memory with one read and one write port; docs/ENGINE.md).
@@ -182,6 +190,7 @@ class KaleidoConfig:
     array_rows: int = 4
     array_cols: int = 4
     group_thresholds: tuple | None = DEFAULT_GROUP_THRESHOLDS
+    sub_arrays: tuple | None = None
     s_banks: int = 16
     s_fifo_depth: int = 16
     #: None on input derives the width; after validation always an int
@@ -208,6 +217,15 @@ class KaleidoConfig:
             raise ValueError(f"array size must be at most 64x64, not {self.array_rows!r}x{self.array_cols!r}")
         if self.accumulators not in (3, 4):
             raise ValueError(f"accumulators must be 3 or 4, not {self.accumulators!r}")
+        if self.sub_arrays is not None:
+            sub = self.sub_arrays
+            if not isinstance(sub, (tuple, list)) or len(sub) != 2 or not all(is_int(x) and x >= 1 for x in sub):
+                raise ValueError(f"sub_arrays must be two positive integers (rows, columns) or None, not {sub!r}")
+            if self.array_rows % sub[0] or self.array_cols % sub[1]:
+                raise ValueError(f"sub_arrays {tuple(sub)!r} must divide the {self.array_rows}x{self.array_cols} pass")
+            sub = (int(sub[0]), int(sub[1]))
+            # one array of the pass's own shape is the default, spelt one way
+            object.__setattr__(self, "sub_arrays", None if sub == (self.array_rows, self.array_cols) else sub)
         for field in ("s_banks", "s_fifo_depth"):
             value = getattr(self, field)
             if not is_int(value):
@@ -245,6 +263,22 @@ class KaleidoConfig:
         """Smallest PE register width for one batch."""
         return signed_width(self.batch * PRODUCT_BOUND)
 
+    @property
+    def sub_shape(self) -> tuple[int, int]:
+        """``(r, c)``: the shape of each array that computes the passes."""
+        return (self.array_rows, self.array_cols) if self.sub_arrays is None else self.sub_arrays
+
+    @property
+    def n_arrays(self) -> int:
+        """How many ``sub_shape`` arrays compute the passes (1: one array of the pass's shape)."""
+        r, c = self.sub_shape
+        return (self.array_rows // r) * (self.array_cols // c)
+
+    def sub_config(self) -> KaleidoConfig:
+        """This configuration with the pass shape of one small array (its dispatcher's and array's)."""
+        r, c = self.sub_shape
+        return dataclasses.replace(self, array_rows=r, array_cols=c, sub_arrays=None)
+
     def buffer_width(self, d: int | None = None) -> int:
         """Accumulation-buffer entry width for a head of ``d`` channels."""
         return signed_width((self.d if d is None else d) * PRODUCT_BOUND)
@@ -271,8 +305,10 @@ class KaleidoConfig:
     def tag(self) -> str:
         """Short identifier for build directories and module names."""
         banks = "" if (self.s_banks, self.s_fifo_depth) == (16, 16) else f"_s{self.s_banks}x{self.s_fifo_depth}"
+        sub = "" if self.sub_arrays is None else f"_n{self.sub_arrays[0]}x{self.sub_arrays[1]}"
         return (
             f"{self.name}_a{self.array_rows}x{self.array_cols}_b{self.batch}_w{self.acc_width}_r{self.accumulators}"
+            + sub
             + banks
         )
 

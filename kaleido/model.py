@@ -67,6 +67,7 @@ __all__ = [
     "run_model",
     "stream_cycles",
     "array_drain",
+    "queue_ticks",
     "need_table",
     "EngineTiming",
     "engine_cycles",
@@ -576,47 +577,111 @@ class _BatchTiles:
     counts: np.ndarray
 
 
-def _batch_tiles(units, perm_r, perm_c, beats, cfg: KaleidoConfig) -> _BatchTiles:
-    """The tiles of one batch: pass ``k`` (row group outer) is taken at tick
-    ``T_k`` (every pass its beats and one idle beat); its phase ``p``'s last
-    beat is at ``T_k + 1 + beats_0 + ... + beats_p`` and PE ``(r, c)``'s
-    tile ``tile_latency(r, c)`` later, for ``S[i, j]`` (row unit ``r``'s
-    anchor or follower, column unit ``c``'s), routed to bank
+def _unit_tokens(units, perm, size: int, groups: int) -> np.ndarray:
+    """The (anchor, follower) tokens of the units in ``perm`` order, in
+    ``groups`` groups of ``size`` (padding: -1): int64 ``(groups, size, 2)``."""
+    toks = np.full((groups * size, 2), -1, dtype=np.int64)
+    toks[: len(perm)] = units[perm]
+    return toks.reshape(groups, size, 2)
+
+
+def _tile_traffic(rt, ct, gi, gj, last_beat, length: int, last_take: int, cfg: KaleidoConfig) -> _BatchTiles:
+    """The buffer's traffic of passes (or blocks) on arrays of ``r x c``
+    PEs: pass ``k`` holds row group ``gi[k]`` of ``rt`` (``(groups, r, 2)``
+    tokens) and column group ``gj[k]`` of ``ct``, its phase ``p``'s last
+    beat at tick ``last_beat[k, p]``; PE ``(y, x)``'s tile comes
+    ``tile_latency(y, x)`` later, for ``S[i, j]`` (row unit ``y``'s anchor
+    or follower, column unit ``x``'s), routed to bank
     :func:`~kaleido.config.s_bank`; tiles of absent tokens go nowhere."""
-    R, C, B = cfg.array_rows, cfg.array_cols, cfg.s_banks
-    Gr, Gc, _ = beats.shape
-    flat = beats.reshape(Gr * Gc, 4)
-    length = flat.sum(axis=1) + 1
-    take = np.concatenate([[0], np.cumsum(length)[:-1]])
-    last_beat = (take[:, None] + 1 + np.cumsum(flat, axis=1)).reshape(Gr, Gc, 4)
-
-    def tokens(perm, size):
-        toks = np.full((len(perm) + (-len(perm)) % size, 2), -1, dtype=np.int64)
-        toks[: len(perm)] = units[perm]
-        return toks.reshape(-1, size, 2)
-
-    rt, ct = tokens(perm_r, R), tokens(perm_c, C)  # (Gr, R, 2), (Gc, C, 2)
-    lat = np.add.outer(np.arange(R), np.arange(C)) + tile_latency(0, 0)  # (R, C)
+    B = cfg.s_banks
+    r, c = rt.shape[1], ct.shape[1]
+    lat = np.add.outer(np.arange(r), np.arange(c)) + tile_latency(0, 0)  # (r, c)
     keys = []
     for p in range(4):
-        i = rt[:, :, p >> 1]  # (Gr, R)
-        j = ct[:, :, p & 1]  # (Gc, C)
-        ii, jj = i[:, None, :, None], j[None, :, None, :]  # (Gr, Gc, R, C) by broadcasting
+        ii = rt[gi][:, :, p >> 1][:, :, None]  # (passes, r, 1)
+        jj = ct[gj][:, :, p & 1][:, None, :]  # (passes, 1, c)
         ok = (ii >= 0) & (jj >= 0)
-        when = last_beat[:, :, p][:, :, None, None] + lat[None, None, :, :]
-        bank = s_bank(ii, jj, B)
-        key = when * B + bank
+        when = last_beat[:, p][:, None, None] + lat[None, :, :]
+        key = when * B + s_bank(ii, jj, B)
         keys.append(key[ok])
     allkeys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
     uk, cnt = np.unique(allkeys, return_counts=True)
     return _BatchTiles(
-        length=int(length.sum()),
-        last_take=int(take[-1]),
-        last_tile=int(last_beat[-1, -1, 3] + tile_latency(R - 1, C - 1)),
+        length=length,
+        last_take=last_take,
+        last_tile=int(last_beat[:, 3].max() + tile_latency(r - 1, c - 1)),
         ticks=uk // B,
         banks=uk % B,
         counts=cnt.astype(np.int64),
     )
+
+
+def _batch_tiles(units, perm_r, perm_c, beats, cfg: KaleidoConfig) -> _BatchTiles:
+    """The tiles of one batch on one array: pass ``k`` (row group outer) is
+    taken at tick ``T_k`` (every pass its beats and one idle beat); its
+    phase ``p``'s last beat is at ``T_k + 1 + beats_0 + ... + beats_p``
+    (:func:`_tile_traffic`)."""
+    R, C = cfg.array_rows, cfg.array_cols
+    Gr, Gc, _ = beats.shape
+    flat = beats.reshape(Gr * Gc, 4)
+    length = flat.sum(axis=1) + 1
+    take = np.concatenate([[0], np.cumsum(length)[:-1]])
+    last_beat = take[:, None] + 1 + np.cumsum(flat, axis=1)
+    gi, gj = np.repeat(np.arange(Gr), Gc), np.tile(np.arange(Gc), Gr)
+    rt, ct = _unit_tokens(units, perm_r, R, Gr), _unit_tokens(units, perm_c, C, Gc)
+    return _tile_traffic(rt, ct, gi, gj, last_beat, int(length.sum()), int(take[-1]), cfg)
+
+
+def queue_ticks(present: np.ndarray, beats: np.ndarray, arrays: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The shared queue of :class:`~kaleido.hdl.array_set.ArraySet` over
+    one batch's blocks in order (``present``: bool ``(K,)``, ``beats``:
+    their total beats ``(K,)``), in the arrays' time from the batch's first
+    pass taken (tick 0): block ``k`` leaves at ``h_k = max(h_{k-1} + 1,
+    earliest free array)`` (``h_{-1} = 0``; an absent block needs no
+    array), to the lowest-index array free by then, which is free again
+    ``beats + 1`` later. Returns ``(h, array, pass_take, length)``:
+    each block's tick and array (-1: absent), the tick each pass is taken
+    (the tick its predecessor's last block leaves; ``K / arrays`` passes)
+    and the tick after the last block."""
+    n = len(beats)
+    free = [0] * arrays
+    h = np.zeros(n, dtype=np.int64)
+    who = np.full(n, -1, dtype=np.int64)
+    t = 0
+    for k, (ok, b) in enumerate(zip(present.tolist(), beats.tolist(), strict=True)):
+        t += 1
+        if ok:
+            t = max(t, min(free))
+            a = next(i for i, f in enumerate(free) if f <= t)
+            free[a] = t + b + 1
+            who[k] = a
+        h[k] = t
+    takes = np.concatenate([[0], h[arrays - 1 : -1 : arrays]]) if n else np.zeros(1, dtype=np.int64)
+    return h, who, takes, int(h[-1]) + 1 if n else 1
+
+
+def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> _BatchTiles:
+    """:func:`_batch_tiles` on ``config.n_arrays`` small arrays
+    (``config.sub_arrays``): each pass's blocks through the shared queue
+    (:func:`queue_ticks`), each block's phases on its array (beats of the
+    small array's own dispatcher, :func:`pass_phase_beats`)."""
+    R, C = cfg.array_rows, cfg.array_cols
+    r, c = cfg.sub_shape
+    small = pass_phase_beats(tq, tk, cfg.sub_config())  # (small row groups, small column groups, 4)
+    Gr, Gc = -(-len(perm_r) // R), -(-len(perm_c) // C)
+    nr, nc = R // r, C // c
+    # block k of pass (g, h): small groups (g nr + k // nc, h nc + k % nc)
+    sr = np.arange(Gr)[:, None] * nr + np.arange(nr)[None, :]  # (Gr, nr)
+    sc = np.arange(Gc)[:, None] * nc + np.arange(nc)[None, :]  # (Gc, nc)
+    rows = np.broadcast_to(sr[:, None, :, None], (Gr, Gc, nr, nc)).reshape(-1)
+    cols = np.broadcast_to(sc[None, :, None, :], (Gr, Gc, nr, nc)).reshape(-1)
+    present = (rows < small.shape[0]) & (cols < small.shape[1])
+    phase = np.zeros((len(rows), 4), dtype=np.int64)
+    phase[present] = small[rows[present], cols[present]]
+    h, _, takes, length = queue_ticks(present, phase.sum(axis=1), cfg.n_arrays)
+    last_beat = h[:, None] + 1 + np.cumsum(phase, axis=1)
+    rt, ct = _unit_tokens(units, perm_r, r, Gr * nr), _unit_tokens(units, perm_c, c, Gc * nc)
+    return _tile_traffic(rt, ct, rows[present], cols[present], last_beat[present], length, int(takes[-1]), cfg)
 
 
 def engine_tiles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list[_BatchTiles]:
@@ -633,8 +698,12 @@ def engine_tiles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list
         tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
         perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
         perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
-        beats = pass_phase_beats(tq[perm_r], tk[perm_c], cfg)
-        out.append(_batch_tiles(np.asarray(batch.units, dtype=np.int64), perm_r, perm_c, beats, cfg))
+        units_ = np.asarray(batch.units, dtype=np.int64)
+        if cfg.n_arrays > 1:
+            out.append(_batch_blocks(units_, perm_r, perm_c, tq[perm_r], tk[perm_c], cfg))
+        else:
+            beats = pass_phase_beats(tq[perm_r], tk[perm_c], cfg)
+            out.append(_batch_tiles(units_, perm_r, perm_c, beats, cfg))
     return out
 
 
@@ -689,7 +758,7 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
         stall += first - free
         bt = tiles[b]
         H = 0  # held cycles so far in this batch
-        H_take = None
+        H_take = H_free = None
         if holds and len(bt.ticks):
             # tiles sorted by tick, then bank; each bank's FIFO kept lazily as
             # (entries, at cycle): it loses one a cycle while non-empty
@@ -701,6 +770,8 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
                     end += 1
                 if H_take is None and x > bt.last_take:
                     H_take = H
+                if H_free is None and x > bt.length:
+                    H_free = H
                 t = first + x + H
                 # held until every bank this tick's tiles go to can take them
                 wait = 0
@@ -719,8 +790,10 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
         held += H
         a_last[b] = first + bt.last_take + (H if H_take is None else H_take)
         last_tile = first + bt.last_tile + H
-        ready = last_tile + 1
         free = first + bt.length + H
+        # the next batch's first pass waits for the last tile, and (small
+        # arrays) for the queue to hand out this batch's last block
+        ready = max(last_tile + 1, first + bt.length + (H if H_free is None else H_free))
     last_pop = -1
     if holds:
         last_pop = max((t + o - 1 for o, t in zip(occ, ts, strict=True) if o > 0), default=-1)
@@ -741,7 +814,7 @@ def _engine_walk(tiles: list[_BatchTiles], W: list[int], cfg: KaleidoConfig, *, 
             last_pop = max(last_pop, pop)
     # the cycles port: drained (the last tile taken, seen a cycle later) and
     # settled (the last pop's write, seen a cycle later), then one cycle
-    compute = max(last_tile + 2, last_pop + RMW_LATENCY + 1)
+    compute = max(last_tile + 2, last_pop + RMW_LATENCY + 1, ready + 1)
     return {"compute": compute, "stall": stall, "held": held, "free": free}
 
 
@@ -811,7 +884,14 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     Loading takes one cycle per input word (``2 N n_batches``), output one
     per score (``N^2``) plus one (the banks' synchronous read). ``speedup`` is the dense array's cycles over
     ``compute``; ``array_speedup`` the array alone, as :func:`run_model`
-    reports it."""
+    reports it.
+
+    Small arrays (``config.sub_arrays``, docs/ENGINE.md): each batch's
+    blocks go through the shared queue (:func:`queue_ticks`), and the next
+    batch (and the end) also waits for the queue to empty. ``passes``,
+    ``array_cycles`` and ``array_speedup`` stay :func:`run_model`'s, which
+    models one array of the pass's shape; ``compute`` and ``speedup`` are
+    the small arrays'."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     n_tok = Q.shape[0]

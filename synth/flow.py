@@ -54,6 +54,7 @@ __all__ = [
     "REPORT_DESIGNS",
     "ToolError",
     "tool_version",
+    "version_line",
     "run_flow",
     "main",
     "timing_goals",
@@ -126,8 +127,16 @@ def tool_version(name: str) -> str:
         proc = subprocess.run([tool_path(name), flag], capture_output=True, text=True, timeout=600)
     except OSError as err:
         return f"unavailable ({err})"
-    lines = (proc.stdout + proc.stderr).strip().splitlines()
-    return lines[0] if lines and proc.returncode == 0 else f"unknown (exit {proc.returncode})"
+    line = version_line(proc.stdout + proc.stderr)
+    return line if line is not None and proc.returncode == 0 else f"unknown (exit {proc.returncode})"
+
+
+def version_line(output: str) -> str | None:
+    """The version line of a tool's ``--version`` output: its first line,
+    past YoWASP's note on a tool's first run ("Preparing to run ... This
+    might take a while"), which is not a version."""
+    lines = [x for x in output.strip().splitlines() if x.strip() and not x.startswith("Preparing to run ")]
+    return lines[0] if lines else None
 
 
 class ToolError(RuntimeError):

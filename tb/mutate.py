@@ -290,8 +290,8 @@ MUTANTS = [
     Mutant(
         "s_engine_settled",
         "hdl/engine.py",
-        "control.drained.eq(accumulator.settled),",
-        "control.drained.eq(accumulator.drained),",
+        "control.drained.eq(accumulator.settled & arrays.idle),",
+        "control.drained.eq(accumulator.drained & arrays.idle),",
         "accumulation buffer",
     ),
     Mutant(
@@ -482,6 +482,28 @@ MUTANTS = [
         "DENSE_PE_LATENCY = 1",
         "DENSE_PE_LATENCY = 2",
         "dense engine",
+    ),
+    # small arrays behind the shared queue (issue 14): the skipped block, the ring per array, the model's wait
+    Mutant(
+        "array_set_no_skip",
+        "hdl/array_set.py",
+        "m.d.comb += empty.eq(~(any_row & any_col))",
+        "m.d.comb += empty.eq(0)",
+        "small arrays",
+    ),
+    Mutant(
+        "buffer_one_ring",
+        "hdl/accumulation_buffer.py",
+        "entry = rings[a][ring_read]",
+        "entry = rings[0][ring_read]",
+        "small arrays",
+    ),
+    Mutant(
+        "model_queue_trailing",
+        "kaleido/model.py",
+        "ready = max(last_tile + 1, first + bt.length + (H if H_free is None else H_free))",
+        "ready = last_tile + 1",
+        "small arrays",
     ),
 ]
 

