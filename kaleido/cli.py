@@ -107,6 +107,14 @@ def _perf_parser(sub):
         help="also the integrated engine's exact cycles (scheduling not hidden, load, output; "
         "the S banks' holds; docs/ENGINE.md); needs one 4x4 array and at most 4096 tokens",
     )
+    hw.add_argument(
+        "--sub-arrays",
+        type=_array_size,
+        default=None,
+        metavar="N|RxC",
+        help="with --engine: the engine's 4x4 passes on small arrays of RxC behind a shared queue "
+        "(issue 14, docs/ENGINE.md 'Small arrays'; default: one 4x4 array)",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")
     out.add_argument("--csv", metavar="PATH")
@@ -247,6 +255,8 @@ def _perf(args):
         "pass_gap": args.pass_gap,
     }
     engine = None
+    if args.sub_arrays is not None and not args.engine:
+        raise ValueError(f"--sub-arrays {args.sub_arrays[0]}x{args.sub_arrays[1]} needs --engine")
     if args.engine:
         from .model import engine_cycles
 
@@ -254,7 +264,9 @@ def _perf(args):
             raise ValueError(
                 f"--engine models the engine's one 4x4 array, not {args.arrays} x {cfg.array_rows}x{cfg.array_cols}"
             )
-        engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
+        ecfg = cfg if args.sub_arrays is None else cfg.replace(sub_arrays=tuple(args.sub_arrays))
+        result["config"]["sub_arrays"] = None if ecfg.sub_arrays is None else list(ecfg.sub_arrays)
+        engine = engine_cycles(w.q, w.k, w.grid, w.split, ecfg)
         result["engine"] = engine.as_dict()
     from .model import attention_stages
 
@@ -306,9 +318,12 @@ def _perf(args):
         )
     )
     if engine:
+        sub = result["config"]["sub_arrays"]
+        # with small arrays, passes is the one 4x4 array's (run_model); the queue's beats are not summed
+        where = f"{16 // (sub[0] * sub[1])} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
+        busy = f"{engine.stall:,}" if sub else f"{engine.passes:,}, dispatcher idle {engine.stall:,}"
         print(
-            f"engine: compute {engine.compute:,} (passes {engine.passes:,}, dispatcher idle "
-            f"{engine.stall:,})  speedup {engine.speedup:.3f}x  "
+            f"engine: compute {engine.compute:,} ({where} {busy})  speedup {engine.speedup:.3f}x  "
             f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})"
         )
     if quality:

@@ -100,6 +100,18 @@ def test_perf_engine(tmp_path, capsys):
         main(["perf", "--grid", "2,4,4", "--engine", "--array-size", "8"])
     assert e.value.code == 2
     assert "--engine models the engine's one 4x4 array, not 1 x 8x8" in capsys.readouterr().err
+    # the engine on 16 1x1 arrays behind the shared queue (issue 14)
+    assert main(["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "1", "--json", str(j)]) == 0
+    data = json.loads(j.read_text())
+    small = engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig(sub_arrays=(1, 1)))
+    assert data["engine"] == small.as_dict() and data["config"]["sub_arrays"] == [1, 1]
+    assert small.compute != engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig()).compute
+    with pytest.raises(SystemExit):
+        main(["perf", "--grid", "2,4,4", "--sub-arrays", "2x2"])
+    assert "--sub-arrays 2x2 needs --engine" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "3x1"])
+    assert "sub_arrays (3, 1) must divide the 4x4 pass" in capsys.readouterr().err
 
 
 def test_perf_workload_file(tmp_path):

@@ -42,6 +42,26 @@ def test_core_is_bit_exact(grid, tile, split, batch):
     assert cycles == model, f"seed {SEED}: the core took {cycles} cycles, the model says {model}"
 
 
+@pytest.mark.parametrize("sub", [(1, 1), (2, 2)])
+def test_core_on_small_arrays(sub):
+    """The core with its Q K^T engine on small arrays behind the shared
+    queue (issue 14, ``config.sub_arrays``): O bit-exact against the same
+    golden walk (the arrays' shape changes no value), cycles the model's
+    (``engine_cycles`` per tile with the queue)."""
+    grid, tile, split = (2, 4, 4), (2, 2, 4), (4, 4, 4)
+    config = KaleidoConfig(split=split, batch=4, sub_arrays=sub)
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
+    Q, K, V, scales = core_head(grid, split, SEED)
+    o, cycles = simulate_core(Q, K, V, grid, scales, config, core)
+    ref, _ = core_attention(
+        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
+    )
+    assert np.array_equal(o, ref), f"seed {SEED} {sub}: {(o != ref).sum()} of {o.size} outputs differ"
+    model = core_cycles(Q, K, V, grid, config, core)
+    assert cycles == model, f"seed {SEED} {sub}: the core took {cycles} cycles, the model says {model}"
+    assert model != core_cycles(Q, K, V, grid, KaleidoConfig(split=split, batch=4), core), "the shape cost nothing"
+
+
 def test_core_with_random_stalls():
     """The memory stalls requests and delays responses at random and the
     write port refuses writes at random: O stays bit-exact, and the stalls
