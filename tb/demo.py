@@ -62,6 +62,12 @@ def main(argv=None) -> int:
     ap.add_argument("--port-bytes", type=int, default=None, help="read port width in bytes (default 16)")
     ap.add_argument("--latency", type=int, default=None, help="memory latency in cycles (default 32)")
     ap.add_argument("--waves", action="store_true", help="write a waveform into the build directory")
+    ap.add_argument(
+        "--sub-arrays",
+        default=None,
+        help="N or RxC: the Q K^T engine's passes on small arrays behind a shared queue (issue 14; "
+        "default: one 4x4 array)",
+    )
     args = ap.parse_args(argv)
     from kaleido.config import PRESETS, CoreConfig, KaleidoConfig
     from kaleido.golden.workloads import synthetic_video
@@ -78,7 +84,16 @@ def main(argv=None) -> int:
         if args.preset not in PRESETS:
             raise ValueError(f"--preset must be one of {sorted(PRESETS)}, not {args.preset!r}")
         grid = check_grid(_ints(args.grid, "--grid"))
-        config = KaleidoConfig(split=PRESETS[args.preset]["split"])
+        sub = None
+        if args.sub_arrays:
+            try:
+                parts = tuple(int(x) for x in args.sub_arrays.split("x"))
+            except ValueError:
+                parts = ()
+            if len(parts) not in (1, 2):
+                raise ValueError(f"--sub-arrays must be N or RxC, not {args.sub_arrays!r}")
+            sub = (parts[0], parts[0]) if len(parts) == 1 else parts
+        config = KaleidoConfig(split=PRESETS[args.preset]["split"], sub_arrays=sub)
         fields: dict = {}
         if args.tile:
             fields["tile"] = _ints(args.tile, "--tile")
@@ -94,7 +109,11 @@ def main(argv=None) -> int:
         check_core_input(w.q, w.k, w.v, grid, config.split, config, core)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
-    print(f"head: {n} tokens (grid {grid}), split {config.split}, tile {core.tile}, seed {args.seed}", flush=True)
+    arrays = "one 4x4 array" if sub is None else f"{config.n_arrays} {sub[0]}x{sub[1]} arrays"
+    print(
+        f"head: {n} tokens (grid {grid}), split {config.split}, tile {core.tile}, seed {args.seed}; Q K^T on {arrays}",
+        flush=True,
+    )
     print(
         f"building and running the core on {args.sim} (a first build takes a few minutes); "
         "the golden and cycle models run beside it",
@@ -115,6 +134,7 @@ def main(argv=None) -> int:
         "grid": list(grid),
         "split": list(config.split),
         "simulator": args.sim,
+        "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
         "bit_exact": exact,
         "cycles": res["cycles"],
         "model_cycles": model,

@@ -161,6 +161,8 @@ def test_core_fast_path(sim, grid):
         (["--tile", "2,3,8"], r"tile must be three even extents >= 2"),
         (["--port-bytes", "48"], r"d = 128 must be a multiple of port_bytes = 48"),
         (["--latency", "0"], r"mem_latency must be a positive integer, not 0"),
+        (["--sub-arrays", "2x2x2"], r"--sub-arrays must be N or RxC, not '2x2x2'"),
+        (["--sub-arrays", "3"], r"sub_arrays \(3, 3\) must divide the 4x4 pass"),
     ],
 )
 def test_demo_rejects_bad_arguments(argv, match):
