@@ -18,7 +18,7 @@ help:
 	@echo "                bit for bit, cycles against the model and the dense core -> build/sim/result.json"
 	@echo "                (WAVES=1 writes a waveform: FST on Icarus, VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
-	@echo "make soak       10^6 cycles each through the array and the engine with stalls on Verilator (SOAK_CYCLES=...)"
+	@echo "make soak       10^6 cycles each through the array, the engine (one 4x4 array; 16 1x1 arrays) and the core, with stalls, on Verilator (SOAK_CYCLES=...)"
 	@echo "make formal     SymbiYosys proofs (z3): stream rules, scoreboards, payload, response bounds and covers of the"
 	@echo "                dispatcher blocks, array, buffer, softmax, pass former, tiled softmax, O accumulator, P V tile,"
 	@echo "                tile loader and feeder, memory model and the core's ports; PE products for all int8; matcher"

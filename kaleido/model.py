@@ -382,6 +382,11 @@ def run_model(
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
     if not isinstance(arrays, int) or arrays < 1:
         raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    if cfg.sub_arrays is not None:
+        raise ValueError(
+            f"run_model models one array of the pass's shape, not sub_arrays {cfg.sub_arrays!r}: "
+            "engine_cycles (kaleido perf --engine --sub-arrays) models the small arrays"
+        )
     use_sched, _ = VARIANTS[variant]
     n_tok, d = Q.shape
     qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
@@ -900,7 +905,7 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
             f"engine_cycles lays out every tile of a head ({n_tok} tokens: {n_tok * n_tok:,} entries per batch); "
             f"it takes at most {ENGINE_MODEL_TOKENS} tokens (the engine elaborates at most 1024)"
         )
-    res = run_model(Q, K, grid, split, cfg, variant="full", pass_gap=1)
+    res = run_model(Q, K, grid, split, cfg.replace(sub_arrays=None), variant="full", pass_gap=1)
     W = scheduler_cycles(Q, K, grid, split, cfg)
     nb = len(W)
     if method not in ("auto", "events"):

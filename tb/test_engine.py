@@ -182,6 +182,17 @@ def testqueue_ticks_by_hand():
     assert takes.tolist() == [0, 2, 5] and length == 8
 
 
+def test_run_model_refuses_small_arrays():
+    """``run_model`` models one array of the pass's shape: given small
+    arrays it says so (and where they are modelled) instead of answering
+    for the wrong hardware."""
+    from kaleido.model import run_model
+
+    w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
+    with pytest.raises(ValueError, match=r"not sub_arrays \(2, 2\): engine_cycles"):
+        run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(split=(4, 7, 5), batch=4, sub_arrays=(2, 2)))
+
+
 def test_engine_model_methods(seed):
     """The model's two methods agree: Lindley's check (no hold) and the
     event simulation, on heads with and without holds; the per-pass beats
