@@ -90,8 +90,8 @@ async def heads(dut):
         ("video", "random", "random"),
         ("random", "every4", "every4"),
     ]
-    if N > 128:  # a 256-token head streams 65,536 scores out: two heads keep the suite short
-        cases = [("video", "none", "none"), ("random", "random", "random")]
+    if N > 128:  # a 256-token head streams 65,536 scores out: one head, stalled on both sides, keeps the suite short
+        cases = [("video", "random", "random")]
     for n, (kind, ins, outs) in enumerate(cases):
         w = make_workload(kind, GRID, CFG.split, s + n)
         th = head_thresholds(s, n)
