@@ -79,7 +79,7 @@ class ArraySet(wiring.Component):
         # the buffer's hold freezes every dispatcher with its array: they
         # run in the arrays' own time (docs/ENGINE.md)
         freeze = EnableInserter(~self.hold)
-        dispatchers, arrays = [], []
+        dispatchers = []
         for a in range(A):
             disp, array = PassDispatcher(sub), KaleidoArray(sub)
             m.submodules[f"dispatcher{a}" if A > 1 else "dispatcher"] = freeze(disp)
@@ -89,7 +89,6 @@ class ArraySet(wiring.Component):
             i, j = divmod(a, C // c)
             m.d.comb += [self.tiles[i * r + y][j * c + x].eq(array.tiles[y][x]) for y in range(r) for x in range(c)]
             dispatchers.append(disp)
-            arrays.append(array)
 
         if A == 1:
             disp = dispatchers[0]
@@ -133,13 +132,14 @@ class ArraySet(wiring.Component):
                 m.d.comb += [chosen.eq(a), free.eq(1)]
 
         handed = Signal()  # the block leaves this cycle (taken, or empty)
-        m.d.comb += handed.eq(loaded & ~self.hold & (empty | free))
+        offer = Signal()  # a present block, and an array free to take it
+        m.d.comb += [handed.eq(loaded & ~self.hold & (empty | free)), offer.eq(loaded & ~empty & free)]
         for a, d in enumerate(dispatchers):
             p = d.passes.payload
             m.d.comb += [p.rows[y].eq(row_units[y]) for y in range(r)]
             m.d.comb += [p.cols[x].eq(col_units[x]) for x in range(c)]
-            m.d.comb += [p.count.eq(cur.count), d.passes.valid.eq(loaded & ~empty & free & (chosen == a))]
-            m.d.comb += self.block_taken[a].eq(loaded & ~empty & free & (chosen == a) & ~self.hold)
+            m.d.comb += [p.count.eq(cur.count), d.passes.valid.eq(offer & (chosen == a))]
+            m.d.comb += self.block_taken[a].eq(offer & (chosen == a) & ~self.hold)
         m.d.comb += [self.block_tokens.rows[y].eq(row_tokens[y]) for y in range(r)]
         m.d.comb += [self.block_tokens.cols[x].eq(col_tokens[x]) for x in range(c)]
         m.d.comb += self.block_tokens.first.eq(cur_tokens.first)

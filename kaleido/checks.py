@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "parse_array_size",
     "is_int",
     "check_thresholds",
     "check_split",
@@ -24,6 +25,20 @@ __all__ = [
 
 def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def parse_array_size(text: str, what: str = "array size") -> tuple[int, int]:
+    """``"N"`` (``N x N``) or ``"RxC"`` as ``(R, C)``; a ValueError
+    naming ``what`` otherwise (the command lines' array shapes)."""
+    try:
+        parts = tuple(int(x) for x in text.lower().split("x"))
+    except ValueError:
+        parts = ()
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2:
+        raise ValueError(f"{what} must be N or RxC, not {text!r}")
+    return parts[0], parts[1]
 
 
 def check_thresholds(F, P) -> tuple[int, int]:

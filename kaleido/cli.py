@@ -27,6 +27,7 @@ import os
 import sys
 import time
 
+from .checks import parse_array_size
 from .clock import REPORT, clocks, time_speedup
 from .config import add_config_arguments, config_from_args
 from .progress import batch_progress
@@ -46,14 +47,9 @@ def _grid(text):
 
 def _array_size(text):
     try:
-        parts = tuple(int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"array size must be N or RxC, not {text!r}") from None
-    if len(parts) == 1:
-        parts = parts * 2
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"array size must be N or RxC, not {text!r}")
-    return parts
+        return parse_array_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _perf_parser(sub):
@@ -320,7 +316,7 @@ def _perf(args):
     if engine:
         sub = result["config"]["sub_arrays"]
         # with small arrays, passes is the one 4x4 array's (run_model); the queue's beats are not summed
-        where = f"{16 // (sub[0] * sub[1])} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
+        where = f"{ecfg.n_arrays} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
         busy = f"{engine.stall:,}" if sub else f"{engine.passes:,}, dispatcher idle {engine.stall:,}"
         print(
             f"engine: compute {engine.compute:,} ({where} {busy})  speedup {engine.speedup:.3f}x  "

@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from kaleido.checks import check_grid
+from kaleido.checks import check_grid, parse_array_size
 from kaleido.tb.runner import SIMULATORS
 
 
@@ -84,15 +84,7 @@ def main(argv=None) -> int:
         if args.preset not in PRESETS:
             raise ValueError(f"--preset must be one of {sorted(PRESETS)}, not {args.preset!r}")
         grid = check_grid(_ints(args.grid, "--grid"))
-        sub = None
-        if args.sub_arrays:
-            try:
-                parts = tuple(int(x) for x in args.sub_arrays.split("x"))
-            except ValueError:
-                parts = ()
-            if len(parts) not in (1, 2):
-                raise ValueError(f"--sub-arrays must be N or RxC, not {args.sub_arrays!r}")
-            sub = (parts[0], parts[0]) if len(parts) == 1 else parts
+        sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
         config = KaleidoConfig(split=PRESETS[args.preset]["split"], sub_arrays=sub)
         fields: dict = {}
         if args.tile:

@@ -30,16 +30,24 @@ SEED = int(os.environ.get("KALEIDO_SEED", "1"))
     ],
 )
 def test_core_is_bit_exact(grid, tile, split, batch):
-    config = KaleidoConfig(split=split, batch=batch)
+    _check_core(grid, tile, KaleidoConfig(split=split, batch=batch))
+
+
+def _check_core(grid, tile, config: KaleidoConfig) -> int:
+    """One head through the core in the Amaranth simulator: O bit-exact
+    against the tiled golden walk, cycles the model's; returns them."""
+    split = config.split
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
     o, cycles = simulate_core(Q, K, V, grid, scales, config, core)
     ref, _ = core_attention(
         Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
     )
-    assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
+    label = "" if config.sub_arrays is None else f" {config.sub_arrays}"
+    assert np.array_equal(o, ref), f"seed {SEED}{label}: {(o != ref).sum()} of {o.size} outputs differ"
     model = core_cycles(Q, K, V, grid, config, core)
-    assert cycles == model, f"seed {SEED}: the core took {cycles} cycles, the model says {model}"
+    assert cycles == model, f"seed {SEED}{label}: the core took {cycles} cycles, the model says {model}"
+    return model
 
 
 @pytest.mark.parametrize("sub", [(1, 1), (2, 2)])
@@ -49,16 +57,9 @@ def test_core_on_small_arrays(sub):
     golden walk (the arrays' shape changes no value), cycles the model's
     (``engine_cycles`` per tile with the queue)."""
     grid, tile, split = (2, 4, 4), (2, 2, 4), (4, 4, 4)
-    config = KaleidoConfig(split=split, batch=4, sub_arrays=sub)
+    model = _check_core(grid, tile, KaleidoConfig(split=split, batch=4, sub_arrays=sub))
+    Q, K, V, _ = core_head(grid, split, SEED)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
-    Q, K, V, scales = core_head(grid, split, SEED)
-    o, cycles = simulate_core(Q, K, V, grid, scales, config, core)
-    ref, _ = core_attention(
-        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
-    assert np.array_equal(o, ref), f"seed {SEED} {sub}: {(o != ref).sum()} of {o.size} outputs differ"
-    model = core_cycles(Q, K, V, grid, config, core)
-    assert cycles == model, f"seed {SEED} {sub}: the core took {cycles} cycles, the model says {model}"
     assert model != core_cycles(Q, K, V, grid, KaleidoConfig(split=split, batch=4), core), "the shape cost nothing"
 
 
