@@ -1529,6 +1529,135 @@ class ArrayDrain(Harness):
                     m.d.comb += Assert(tile.phase == phases[d])
 
 
+class ArraySetQueue(Harness):
+    """The small arrays' shared queue (``ArraySet`` with ``n_arrays > 1``),
+    white box for the dispatchers' ``passes`` ports (the queue's other
+    side, not at the set's ports) and the queue's registers. The harness
+    latches each pass taken (payload and tokens) and walks its blocks
+    itself: block ``k = i (C / c) + j`` has row units ``i r ..`` and column
+    units ``j c ..``; it is present when one of its row units and one of
+    its column units are. Each cycle the walk's block, while a pass is
+    latched and ``hold`` is low, leaves: a present one to the lowest-index
+    array whose dispatcher is ready, if there is one (else it waits), an
+    absent one to no array. Proved (no assumption on any input, the
+    ``passes`` stream rule included): ``block_taken`` is exactly that
+    array's bit (so one-hot or zero, never a busy array, never under
+    ``hold``, never an absent block); a dispatcher's ``passes.valid`` only
+    with its ``ready``, exactly for the walk's present block and the
+    lowest-index ready array, with the block's units and the pass's
+    ``count``; ``block_tokens`` is the block's tokens and the pass's
+    ``first`` when a block is taken; ``passes.ready`` is exactly ``~hold``
+    and (no pass latched, or the last block leaves this cycle); ``idle``
+    is exactly "no pass latched". So every present block of every pass is
+    handed out exactly once, in block order, and no absent one. ``hold``
+    freezes the queue (the walk stands still) and every dispatcher's
+    registers. Invariants: the queue's pass, tokens, ``loaded`` and
+    ``block`` are the walk's. Covers: an absent block skipped, a block
+    waiting for a busy set, a block to the last array, a pass taken in the
+    cycle the last block leaves, a block held."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component, config: KaleidoConfig):
+        self._cfg = config
+        super().__init__(dut)
+
+    def check(self, m: Module, dut: Any) -> None:
+        from kaleido.hdl.dispatcher import pass_layout
+
+        cfg = self._cfg
+        R, C = cfg.array_rows, cfg.array_cols
+        r, c = cfg.sub_shape
+        A = cfg.n_arrays
+        per_row = C // c
+        reg = self.internal
+        hold = dut.hold
+        readys = [reg[f"dispatcher{a}.passes__ready"] for a in range(A)]
+        valids = [reg[f"dispatcher{a}.passes__valid"] for a in range(A)]
+        offers = [data.View(pass_layout(r, c, cfg.batch), reg[f"dispatcher{a}.passes__payload"]) for a in range(A)]
+
+        # the walk: the latched pass, its tokens, the next block
+        loaded = Signal(name="walk_loaded")
+        block = Signal(range(A), name="walk_block")
+        cur = Signal.like(dut.passes.payload, name="walk_pass")
+        tokens = Signal.like(dut.pass_tokens, name="walk_tokens")
+        units = [
+            ([i * r + y for y in range(r)], [j * c + x for x in range(c)])
+            for i in range(R // r)
+            for j in range(per_row)
+        ]
+        present = Signal(A, name="walk_present")  # per block: a present row unit and a present column unit
+        for k, (rows, cols) in enumerate(units):
+            m.d.comb += present[k].eq(
+                Cat(*(cur.rows[y].present for y in rows)).any() & Cat(*(cur.cols[x].present for x in cols)).any()
+            )
+        lowest = Signal(A, name="walk_lowest")  # the lowest-index ready dispatcher, one-hot
+        for a in range(A):
+            m.d.comb += lowest[a].eq(readys[a] & ~Cat(*readys[:a], Const(0, 1)).any())
+        here = present.bit_select(block, 1)
+        offer = loaded & here
+        leaves = loaded & ~hold & (~here | (lowest != 0))
+        last = leaves & (block == A - 1)
+        take = dut.passes.valid & dut.passes.ready
+        with m.If(take):
+            m.d.sync += [loaded.eq(1), block.eq(0), cur.eq(dut.passes.payload), tokens.eq(dut.pass_tokens)]
+        with m.Elif(last):
+            m.d.sync += [loaded.eq(0), block.eq(0)]
+        with m.Elif(leaves):
+            m.d.sync += block.eq(block + 1)
+
+        # the queue is the walk (the invariants that close the induction)
+        m.d.comb += [
+            Assert(reg["loaded"] == loaded),
+            Assert(reg["block"] == block),
+            Assert(reg["queued_pass"] == cur.as_value()),
+            Assert(reg["queued_tokens"] == tokens.as_value()),
+        ]
+        with m.If(~loaded):
+            m.d.comb += Assert(block == 0)
+
+        # the ports against the walk
+        m.d.comb += [
+            Assert(dut.block_taken == Mux(offer & ~hold, lowest, 0)),
+            Assert(dut.passes.ready == (~hold & (~loaded | last))),
+            Assert(dut.idle == ~loaded),
+        ]
+        for a in range(A):
+            m.d.comb += Assert(valids[a] == (offer & lowest[a]))
+            with m.If(valids[a]):
+                m.d.comb += [Assert(readys[a]), Assert(offers[a].count == cur.count)]
+        for k, (rows, cols) in enumerate(units):
+            with m.If(block == k):
+                for a in range(A):
+                    with m.If(valids[a]):
+                        m.d.comb += [Assert(offers[a].rows[y] == cur.rows[u]) for y, u in enumerate(rows)]
+                        m.d.comb += [Assert(offers[a].cols[x] == cur.cols[u]) for x, u in enumerate(cols)]
+                with m.If(dut.block_taken.any()):
+                    m.d.comb += [Assert(dut.block_tokens.rows[y] == tokens.rows[u]) for y, u in enumerate(rows)]
+                    m.d.comb += [Assert(dut.block_tokens.cols[x] == tokens.cols[u]) for x, u in enumerate(cols)]
+                    m.d.comb += Assert(dut.block_tokens.first == tokens.first)
+
+        # hold freezes every dispatcher (the walk above: and the queue)
+        started = _started(m)
+        was_held = Signal(name="was_held")
+        m.d.sync += was_held.eq(hold)
+        for a in range(A):
+            for name in ("loaded", "job_phase", "buf"):
+                sig = reg[f"dispatcher{a}.{name}"]
+                before = Signal.like(sig, name=f"dispatcher{a}_{name}_was")
+                m.d.sync += before.eq(sig)
+                with m.If(started & was_held):
+                    m.d.comb += Assert(sig == before)
+
+        m.d.comb += [
+            Cover(loaded & ~here & ~hold, "absent_block_skipped"),
+            Cover(offer & ~hold & (lowest == 0), "waits_for_array"),
+            Cover(dut.block_taken[A - 1], "block_to_last_array"),
+            Cover(take & loaded, "pass_behind_last_block"),
+            Cover(offer & hold, "block_held"),
+        ]
+
+
 class AccumulationBufferUnload(Harness):
     """The accumulation buffer's output stream ``s``. ``s.valid`` follows
     ``unload`` a cycle later (the banks' synchronous read); its driver is
@@ -1970,6 +2099,7 @@ BLOCKS = (
     "softmax",
     "pass_dispatcher",
     "array",
+    "array_set",
     "accumulation_buffer",
     "pass_former",
     "tile_softmax",
@@ -2018,6 +2148,9 @@ PROOFS = {
 #: small configurations where a proof must unroll a whole pass or window
 SMALL_DISPATCH = KaleidoConfig(batch=2, lookahead=1, array_rows=2, array_cols=2)
 SMALL_SCHEDULER = KaleidoConfig(batch=4, array_rows=1)  # a 16-string window
+#: the small arrays' queue: 2x2 passes on four 1x1 arrays, and 4x4 passes on four 2x2 arrays
+SMALL_ARRAY_SET = KaleidoConfig(batch=2, lookahead=1, array_rows=2, array_cols=2, sub_arrays=(1, 1))
+SMALL_ARRAY_SET_2X2 = KaleidoConfig(batch=2, lookahead=1, sub_arrays=(2, 2))
 SMALL_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=1, s_banks=2, s_fifo_depth=1)  # one lane, 2 banks
 
 
@@ -2031,6 +2164,12 @@ def _array(config: KaleidoConfig) -> wiring.Component:
     from kaleido.hdl.array import KaleidoArray
 
     return KaleidoArray(config)
+
+
+def _array_set(config: KaleidoConfig) -> wiring.Component:
+    from kaleido.hdl.array_set import ArraySet
+
+    return ArraySetQueue(ArraySet(config, n_tokens=4), config)
 
 
 def _buffer(config: KaleidoConfig, n_tokens: int = 2) -> wiring.Component:
@@ -2305,6 +2444,16 @@ PROOFS.update(
             mode="cover",
             depth=2 * _PASS + 2,
             why="two whole passes",
+        ),
+        "array_set_queue": Proof("array_set_queue", lambda: _array_set(SMALL_ARRAY_SET), depth=2),
+        "array_set_queue_2x2": Proof("array_set_queue_2x2", lambda: _array_set(SMALL_ARRAY_SET_2X2), depth=2),
+        "array_set_cover": Proof(
+            "array_set_cover",
+            lambda: _array_set(SMALL_ARRAY_SET),
+            mode="cover",
+            depth=8,
+            why="four 1x1 arrays: a pass taken at step 0 hands its blocks out from step 1, the set is busy after "
+            "four blocks, and the next pass is taken with the last block",
         ),
         "array_drain": Proof("array_drain", lambda: ArrayDrain(_array(KaleidoConfig())), depth=3),
         "array_tiles": Proof(

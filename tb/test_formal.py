@@ -315,6 +315,39 @@ FORMAL_MUTANTS = [
         "fifo.w_en.eq(row_valid)",
         "P V tile stage",
     ),
+    # the small arrays' queue offers a block to the lowest-index array, ready or not: a block
+    # goes to a busy array (which does not take it) and is lost
+    Mutant(
+        "array_set_busy_array",
+        "hdl/array_set.py",
+        "with m.If(ready[a]):",
+        "with m.If(1):",
+        "small arrays",
+    ),
+    # the queue steps two blocks: a present block is never handed out
+    Mutant(
+        "array_set_skips_block",
+        "hdl/array_set.py",
+        "m.d.sync += block.eq(block + 1)",
+        "m.d.sync += block.eq(block + 2)",
+        "small arrays",
+    ),
+    # the queue's hold no longer freezes the walk: a block leaves under hold, to no array
+    Mutant(
+        "array_set_ignores_hold",
+        "hdl/array_set.py",
+        "handed.eq(loaded & ~self.hold & (empty | free))",
+        "handed.eq(loaded & (empty | free))",
+        "small arrays",
+    ),
+    # the queue picks the highest-index free array, not the lowest (the model's queue_ticks' rule)
+    Mutant(
+        "array_set_highest_free",
+        "hdl/array_set.py",
+        "for a in reversed(range(A)):",
+        "for a in range(A):",
+        "small arrays",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -366,6 +399,13 @@ SEEDED = [
     # the P V stage writes a padded row of a row block into its row FIFO: a total made up (the BMC of
     # depth 20 is slow, but this counterexample is at step 13: 16 s)
     ("pv_tile_padded_row", "pv_tile_scoreboard"),
+    # the small arrays' queue: an absent block sent to an array (make mutate's list), a block to a
+    # busy array, a block skipped, a block that leaves under hold, the highest-index free array
+    ("array_set_no_skip", "array_set_queue"),
+    ("array_set_busy_array", "array_set_queue"),
+    ("array_set_skips_block", "array_set_queue"),
+    ("array_set_ignores_hold", "array_set_queue"),
+    ("array_set_highest_free", "array_set_queue"),
 ]
 
 
@@ -379,6 +419,11 @@ SEEDED_TRACES = [
     # step 2); a clipped box's run loaded whole (the loader's beats, step 2)
     ("tile_feeder_row_stride", "tile_feeder_flow", 4),
     ("tile_feeder_full_runs", "tile_feeder_flow", 4),
+    # the small arrays' queue: a block to a busy array, a block skipped, a block gone under hold
+    # (the step case fails at depth 2; from reset each needs a pass and a block handed first: step 2)
+    ("array_set_busy_array", "array_set_queue", 4),
+    ("array_set_skips_block", "array_set_queue", 4),
+    ("array_set_ignores_hold", "array_set_queue", 4),
     # a window of 8 strings from reset: the LFSR's 11 draws, then ASSIGN overfills a cluster
     pytest.param("scheduler_ignores_full", "scheduler_partition", 28, marks=pytest.mark.slow),
 ]
