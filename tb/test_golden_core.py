@@ -90,7 +90,7 @@ def test_buffers_are_bounded_by_the_tile():
     """Peak S and O entries do not grow with N; the buffer table is the
     configuration's alone."""
     core = CoreConfig(tile=(2, 2, 4), s_pass="recompute")
-    spill = CoreConfig(tile=(2, 2, 4))
+    spill = CoreConfig(tile=(2, 2, 4), s_pass="spill")
     peaks = set()
     for grid in [(2, 2, 4), (4, 4, 8), (4, 8, 8)]:
         w = random_workload(grid, (16, 56, 56), 0)
