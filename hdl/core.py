@@ -182,7 +182,7 @@ class KaleidoAttentionCore(wiring.Component):
             KaleidoEngine(config, core.tile) if variant == "kaleido" else DenseEngine(config, core.tile)
         )
         self.softmax = TileSoftmax(config, fmt, lanes=1, rows=T, max_tokens=core.max_tokens)
-        self.pv = PvTile(config, core.tile, rows=T, variant=variant)
+        self.pv = PvTile(config, core.tile, rows=T, variant=variant, buffers=core.pv_buffers)
         self.scaler = OutputScaler(config, fmt, lanes=config.array_cols, acc_width=default_acc_width(fmt))
         self.blocks = len(channel_blocks(config))
         super().__init__(

@@ -1,9 +1,11 @@
 """The core's P V tile stage (issue 13, docs/CORE.md, "The P V tile
 stage"): one (query tile, key tile) pair of pass 2. The P tile and the V
 tile are held in bounded buffers (``p_tile``, ``v_tile``: two banks each,
-every bank an Amaranth ``Memory`` with one write and one read port), the
-key tile's P V passes run on :class:`~kaleido.hdl.pv_array.PvArray` with V
-reuse inside the key tile, and the array's drains become the beats of an
+every bank an Amaranth ``Memory`` with one write and one read port, with
+room for ``buffers`` key tiles: with two, the next key tile fills while
+the current one's passes run), the key tile's P V passes run on
+:class:`~kaleido.hdl.pv_array.PvArray` with V reuse inside the key tile,
+and the array's drains become the beats of an
 :class:`~kaleido.hdl.o_accumulator.OAccumulator`, which streams out
 ``sum over key tiles of P_tile V_tile`` after the final key tile.
 
@@ -23,7 +25,7 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..checks import check_variant
+from ..checks import check_pv_buffers, check_variant
 from ..config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from ..loopnest import chunks, group_slices, pv_chunk
 from ._common import as_config
@@ -100,6 +102,11 @@ class PvTile(wiring.Component):
         every unit's anchor and follower as two MAC beats, no reuse: the
         exact ``sum P V``; :func:`kaleido.model.pv_tile_cycles` does not
         apply, ``core_cycles(..., variant="dense")`` models it in the core).
+    buffers : int
+        Key tiles the P and V buffers hold (default
+        ``CoreConfig().pv_buffers``, 2): with 2 a key tile's fill goes to
+        one buffer while the other's passes run; with 1 (the first core's
+        stage) the fill waits for the passes.
 
     Ports: ``i`` (in stream, :func:`pv_tile_in_layout`): per key tile a
     header, the V tile, the P tile; ``o`` (out stream,
@@ -107,9 +114,11 @@ class PvTile(wiring.Component):
     channel block of :func:`channel_blocks`): after the final key tile,
     one beat per (row, channel block) of the query tile.
 
-    While a key tile's passes are issued ``i`` is not ready; it is ready
-    again once the last unit has been read from the buffers, so the next key
-    tile's fill overwrites nothing still needed. A pass shorter than
+    A key tile's header is taken only into a free buffer: with every
+    buffer full or running, ``i`` is not ready; a buffer is free again once
+    its last unit has been read, so a fill overwrites nothing still needed.
+    A filled buffer's passes start as soon as the previous key tile's last
+    unit has issued. A pass shorter than
     ``array_rows`` units is padded to ``array_rows`` units (unpaired, V =
     0), so passes end at least ``array_rows`` beats apart and the
     drained rows, deskewed, reach the row FIFO one a cycle. A pass starts
@@ -118,11 +127,18 @@ class PvTile(wiring.Component):
     """
 
     def __init__(
-        self, config: KaleidoConfig | None = None, tile=None, rows: int | None = None, *, variant: str = "kaleido"
+        self,
+        config: KaleidoConfig | None = None,
+        tile=None,
+        rows: int | None = None,
+        *,
+        variant: str = "kaleido",
+        buffers: int | None = None,
     ):
         config = as_config(config)
         self._config = config
         self._variant = check_variant(variant)
+        self._buffers = check_pv_buffers(CoreConfig().pv_buffers if buffers is None else buffers)
         self._tile = _check_tile(CoreConfig().tile if tile is None else tile)
         if rows is None:
             rows = CoreConfig().tile_tokens
@@ -148,6 +164,11 @@ class PvTile(wiring.Component):
         return list(self._blocks)
 
     @property
+    def buffers(self) -> int:
+        """Key tiles the P and V buffers hold."""
+        return self._buffers
+
+    @property
     def row_blocks(self) -> int:
         return -(-self._rows // self._config.array_rows)
 
@@ -169,12 +190,14 @@ class PvTile(wiring.Component):
         R, C, d = cfg.array_rows, cfg.array_cols, cfg.d
         chunk = pv_chunk(cfg)
         nb, rbs, half = len(self._blocks), self.row_blocks, self.half
+        NB = self._buffers
         beat = self.i.payload
 
-        # -- buffers: two banks each, one write and one read port per bank --
+        # -- buffers: two banks each, one write and one read port per bank,
+        # NB key tiles (slots) deep: slot k's words at k half (V), k rbs half (P) --
         v_word = data.ArrayLayout(signed(8), d)
-        v_banks = [Memory(shape=v_word, depth=half, init=[]) for _ in range(2)]
-        p_banks = [Memory(shape=unsigned(R * P_BITS), depth=rbs * half, init=[]) for _ in range(2)]
+        v_banks = [Memory(shape=v_word, depth=NB * half, init=[]) for _ in range(2)]
+        p_banks = [Memory(shape=unsigned(R * P_BITS), depth=NB * rbs * half, init=[]) for _ in range(2)]
         for b in range(2):
             m.submodules[f"v_tile{b}"] = v_banks[b]
             m.submodules[f"p_tile{b}"] = p_banks[b]
@@ -183,37 +206,66 @@ class PvTile(wiring.Component):
         v_rd = [mem.read_port() for mem in v_banks]
         p_rd = [mem.read_port() for mem in p_banks]
 
-        # -- the key tile's header --
-        T, H, W = (Signal(range(e + 1), name=n) for e, n in zip(self._tile, ("T", "H", "W"), strict=True))
-        We = Signal(range(self._tile[2] + 2))
-        n_rows = Signal(range(self._rows + 1))
-        first_kt, final_kt = Signal(), Signal()
-        m.d.comb += We.eq(W + W[0])
+        # -- the key tiles' headers, one per slot; the fill writes slot
+        # fslot, the passes read slot rslot; full: a slot holds a key tile
+        # whose passes have not all issued --
+        def header(k):
+            ext = (Signal(range(e + 1), name=f"{n}{k}") for e, n in zip(self._tile, ("T", "H", "W"), strict=True))
+            return (
+                *ext,
+                Signal(range(self._rows + 1), name=f"rows{k}"),
+                Signal(name=f"first{k}"),
+                Signal(name=f"final{k}"),
+            )
 
-        def addr(t, y, x):
-            return (((t * H + y) * We + x) >> 1)[: max(1, (half - 1).bit_length())]
+        slots = [header(k) for k in range(NB)]
+        fslot = Signal(range(max(NB, 2)))
+        rslot = Signal(range(max(NB, 2)))
+        full = Signal(NB)
+        # the fill's own copy of its key tile's box and rows (its addresses)
+        fT, fH, fW = (Signal(range(e + 1), name=f"f{n}") for e, n in zip(self._tile, ("T", "H", "W"), strict=True))
+        f_rows = Signal(range(self._rows + 1))
+        fWe = Signal(range(self._tile[2] + 2))
+        m.d.comb += fWe.eq(fW + fW[0])
+        # the running slot's header
+        T, H, W = Signal.like(fT, name="T"), Signal.like(fH, name="H"), Signal.like(fW, name="W")
+        n_rows = Signal.like(f_rows, name="n_rows")
+        first_kt, final_kt = Signal(), Signal()
+        run_hdr = Cat(T, H, W, n_rows, first_kt, final_kt)
+        if NB == 1:
+            m.d.comb += run_hdr.eq(Cat(*slots[0]))
+        else:
+            m.d.comb += run_hdr.eq(Mux(rslot, Cat(*slots[1]), Cat(*slots[0])))
+        We = Signal(range(self._tile[2] + 2))
+        m.d.comb += We.eq(W + W[0])
+        running = Signal()
+        m.d.comb += running.eq(full.bit_select(rslot, 1) if NB > 1 else full[0])
+
+        def addr(t, y, x, h=H, we=We):
+            return (((t * h + y) * we + x) >> 1)[: max(1, (half - 1).bit_length())]
 
         def parity(t, y, x):
             return t[0] ^ y[0] ^ x[0]
 
-        # -- fill: header, V rows, P values --
-        IDLE, VFILL, PFILL, RUN = range(4)
-        state = Signal(range(4))
-        ft, fy, fx = Signal.like(T), Signal.like(H), Signal.like(W)
+        # -- fill: header, V rows, P values (into slot fslot) --
+        IDLE, VFILL, PFILL = range(3)
+        state = Signal(range(3))
+        ft, fy, fx = Signal.like(fT), Signal.like(fH), Signal.like(fW)
         frb = Signal(range(max(rbs, 2)))
         fr = Signal(range(max(R, 2)))
-        fx_end, fy_end, ft_end = fx + 1 == W, fy + 1 == H, ft + 1 == T
+        fx_end, fy_end, ft_end = fx + 1 == fW, fy + 1 == fH, ft + 1 == fT
         tok_end = fx_end & fy_end & ft_end
-        m.d.comb += self.i.ready.eq(state != RUN)
+        fslot_free = ~(full.bit_select(fslot, 1) if NB > 1 else full[0])
+        m.d.comb += self.i.ready.eq((state != IDLE) | fslot_free)
         take = self.i.valid & self.i.ready
         fbank = parity(ft, fy, fx)
-        faddr = addr(ft, fy, fx)
+        faddr = addr(ft, fy, fx, fH, fWe)
         for b in range(2):
             m.d.comb += [
-                v_wr[b].addr.eq(faddr),
+                v_wr[b].addr.eq(fslot * half + faddr),
                 v_wr[b].data.eq(beat.v),
                 v_wr[b].en.eq(take & (state == VFILL) & (fbank == b)),
-                p_wr[b].addr.eq(frb * half + faddr),
+                p_wr[b].addr.eq((fslot * rbs + frb) * half + faddr),
                 p_wr[b].data.eq(Cat(*([beat.p] * R))),
                 p_wr[b].en.eq(Mux(take & (state == PFILL) & (fbank == b), 1 << fr, 0)),
             ]
@@ -233,7 +285,7 @@ class PvTile(wiring.Component):
         uc = Signal(range(max(chunk, R) + 1))
         wt, wy, wx = Signal.like(T), Signal.like(H), Signal.like(W)
         exh = Signal()  # the (block, row block)'s units are all issued
-        pass_first = Signal()  # the current pass is its (block, row block)'s first
+        pass_first = Signal(init=1)  # the current pass is its (block, row block)'s first
         axis = Signal(range(3))
         m.d.comb += axis.eq(Array(Const(a, range(3)) for _, _, a in self._blocks)[blk])
         st, sy, sx = 1 + (axis == 0), 1 + (axis == 1), 1 + (axis == 2)
@@ -270,12 +322,12 @@ class PvTile(wiring.Component):
         arr = PvArray(cfg) if self._variant == "kaleido" else DensePvArray(cfg)
         m.submodules.array = arr
         b_free = ~b_valid | arr.units.ready
-        issue = (state == RUN) & b_free & credit_ok
+        issue = running & b_free & credit_ok
         for b in range(2):
             a_here = a_bank == b
             m.d.comb += [
-                v_rd[b].addr.eq(Mux(a_here, a_addr, f_addr)),
-                p_rd[b].addr.eq(rb * half + Mux(a_here, a_addr, f_addr)),
+                v_rd[b].addr.eq(rslot * half + Mux(a_here, a_addr, f_addr)),
+                p_rd[b].addr.eq((rslot * rbs + rb) * half + Mux(a_here, a_addr, f_addr)),
                 v_rd[b].en.eq(issue),
                 p_rd[b].en.eq(issue),
             ]
@@ -323,19 +375,33 @@ class PvTile(wiring.Component):
                     with m.If(rb_last):
                         m.d.sync += [rb.eq(0), blk.eq(blk + 1)]
                     with m.If(run_last):
-                        m.d.sync += [blk.eq(0), state.eq(IDLE)]
+                        m.d.sync += [blk.eq(0), rslot.eq(Mux(rslot == NB - 1, 0, rslot + 1))]
+        fill_done = Signal()
+        for k in range(NB):
+            with m.If(issue & run_last & (rslot == k)):
+                m.d.sync += full[k].eq(0)
+            with m.If(fill_done & (fslot == k)):
+                m.d.sync += full[k].eq(1)
 
         # the fill's state machine
         with m.If(take):
             with m.Switch(state):
                 with m.Case(IDLE):
+                    for k, (sT, sH, sW, s_rows, s_first, s_final) in enumerate(slots):
+                        with m.If(fslot == k):
+                            m.d.sync += [
+                                sT.eq(beat.t),
+                                sH.eq(beat.y),
+                                sW.eq(beat.x),
+                                s_rows.eq(beat.rows),
+                                s_first.eq(beat.first),
+                                s_final.eq(beat.final),
+                            ]
                     m.d.sync += [
-                        T.eq(beat.t),
-                        H.eq(beat.y),
-                        W.eq(beat.x),
-                        n_rows.eq(beat.rows),
-                        first_kt.eq(beat.first),
-                        final_kt.eq(beat.final),
+                        fT.eq(beat.t),
+                        fH.eq(beat.y),
+                        fW.eq(beat.x),
+                        f_rows.eq(beat.rows),
                         ft.eq(0),
                         fy.eq(0),
                         fx.eq(0),
@@ -351,18 +417,11 @@ class PvTile(wiring.Component):
                         m.d.sync += fr.eq(fr + 1)
                         with m.If(fr == R - 1):
                             m.d.sync += [fr.eq(0), frb.eq(frb + 1)]
-                        with m.If((frb * R + fr + 1) == n_rows):
-                            m.d.sync += [
-                                state.eq(RUN),
-                                blk.eq(0),
-                                rb.eq(0),
-                                uc.eq(0),
-                                wt.eq(0),
-                                wy.eq(0),
-                                wx.eq(0),
-                                exh.eq(0),
-                                pass_first.eq(1),
-                            ]
+                        with m.If((frb * R + fr + 1) == f_rows):
+                            # the walk's registers are at their start: reset
+                            # or the previous key tile's last issue left them so
+                            m.d.comb += fill_done.eq(1)
+                            m.d.sync += [state.eq(IDLE), fslot.eq(Mux(fslot == NB - 1, 0, fslot + 1))]
 
         # stage B -> the array's units
         u = arr.units.payload

@@ -174,3 +174,12 @@ def check_scales(scales) -> tuple[float, float, float]:
         raise ValueError(f"scales must be finite and positive, not {scales!r}")
     q, k, v = (float(s) for s in parts)
     return q, k, v
+
+
+def check_pv_buffers(buffers) -> int:
+    """The P V tile stage's key-tile buffers (``CoreConfig.pv_buffers``):
+    1 (fill, then run) or 2 (the next key tile fills while the current one
+    runs)."""
+    if not isinstance(buffers, int) or isinstance(buffers, bool) or buffers not in (1, 2):
+        raise ValueError(f"pv_buffers must be 1 or 2, not {buffers!r}")
+    return buffers

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import numbers
 
-from .checks import check_group_thresholds, check_side, check_split, check_thresholds, is_int
+from .checks import check_group_thresholds, check_pv_buffers, check_side, check_split, check_thresholds, is_int
 
 __all__ = [
     "KaleidoConfig",
@@ -443,6 +443,11 @@ class CoreConfig:
         model's traffic count only (the core and ``core_cycles`` reject
         it). Same values either way (docs/CORE.md: pass 2 is bound by
         ``P V``, so spilling would save about 3 % of the core's cycles).
+    pv_buffers : int
+        Key tiles the P V stage's P and V buffers hold: 2 (the default)
+        fills the next key tile while the current one's passes run; 1 is
+        the first core's stage, whose fill waited for the passes
+        (docs/CORE.md, "The P V tile stage").
     """
 
     tile: tuple = (2, 4, 8)
@@ -450,6 +455,7 @@ class CoreConfig:
     mem_latency: int = 32
     max_tokens: int = MAX_CORE_TOKENS
     s_pass: str = "recompute"
+    pv_buffers: int = 2
 
     #: bytes of one spilled score (``buffer_width`` bits, 23 at d = 128)
     s_bytes = 3
@@ -471,6 +477,7 @@ class CoreConfig:
             raise ValueError(f"max_tokens must be at most {MAX_CORE_TOKENS}, not {self.max_tokens!r}")
         if self.s_pass not in ("spill", "recompute"):
             raise ValueError(f"s_pass must be 'spill' or 'recompute', not {self.s_pass!r}")
+        check_pv_buffers(self.pv_buffers)
 
     @property
     def tile_tokens(self) -> int:
@@ -481,9 +488,10 @@ class CoreConfig:
     def buffers(self, config: KaleidoConfig | None = None, fmt: SoftmaxFormat | None = None) -> dict[str, dict]:
         """Every on-chip buffer: ``words``, ``width`` (bits), ``banks`` and
         ``bits`` in total. Set by the configuration only, never by N: the
-        Q tile, two K and two V tiles (double-buffered loads), the S tile,
-        the P tile, the O accumulators and the per-row softmax state (row
-        maximum, sum, reciprocal)."""
+        Q tile, two K tiles (double-buffered loads), the V tiles (the
+        feeder's and ``pv_buffers`` in the P V stage), the S tile, the P
+        tiles (``pv_buffers``), the O accumulators and the per-row softmax
+        state (row maximum, sum, reciprocal)."""
         config = config or KaleidoConfig()
         fmt = fmt or SoftmaxFormat()
         t, d = self.tile_tokens, config.d
@@ -493,9 +501,9 @@ class CoreConfig:
         spec = {
             "q_tile": (t, 8 * d, 1),
             "k_tiles": (2 * t, 8 * d, 2),
-            "v_tiles": (2 * t, 8 * d, 2),
+            "v_tiles": ((1 + self.pv_buffers) * t, 8 * d, 2),
             "s_tile": (t * t, score, config.array_rows * config.array_cols),
-            "p_tile": (t * t, fmt.p_bits, 1),
+            "p_tile": (self.pv_buffers * t * t, fmt.p_bits, 1),
             "o_acc": (t * d, o_acc, 1),
             "row_state": (t, row, 1),
         }

@@ -94,6 +94,8 @@ __all__ = [
     "tile_softmax_cycles",
     "pv_tile_beats",
     "pv_tile_cycles",
+    "pv_tile_run",
+    "pv_tile_tail",
     "PV_TILE_ISSUE",
     "PV_TILE_TAIL",
 ]
@@ -1243,7 +1245,9 @@ def tile_softmax_cycles(walk, lanes: int, fmt: SoftmaxFormat | None = None) -> i
 # -- the P V tile stage (issue 13, docs/CORE.md "The P V tile stage") -------
 
 #: the P V tile stage's issue overhead per key tile (``kaleido.hdl.pv_tile.PvTile``:
-#: the first unit's read, the dispatcher's register; :func:`pv_tile_cycles`)
+#: the first unit's read, the dispatcher's register; its first unit enters the
+#: array ``PV_TILE_ISSUE - 1`` cycles after the fill's last beat when the array
+#: is idle; :func:`pv_tile_cycles`)
 PV_TILE_ISSUE = 3
 #: the stage's tail after a drained row: the row FIFO (``SyncFIFOBuffered``:
 #: the row is written, then moves to its output register, 2 cycles) and the
@@ -1251,7 +1255,7 @@ PV_TILE_ISSUE = 3
 PV_TILE_TAIL = 4
 
 
-def _pv_tile_tail(rows: int, config: KaleidoConfig, pe_latency: int = PE_LATENCY) -> int:
+def pv_tile_tail(rows: int, config: KaleidoConfig, pe_latency: int = PE_LATENCY) -> int:
     """Cycles from the P V tile stage's last array beat to its last total on
     ``o``: the query tile's last row is row ``r = (rows - 1) mod
     array_rows`` of its last pass, drained (deskewed to the last column)
@@ -1266,7 +1270,14 @@ def _pv_tile_tail(rows: int, config: KaleidoConfig, pe_latency: int = PE_LATENCY
 
 def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int]:
     """Array beats of one key tile in the P V tile stage, and the beats of
-    its last two units: per channel block (:func:`kaleido.hdl.pv_tile.channel_blocks`)
+    its last two units (:func:`pv_tile_run`'s ``(B, b_penult + b_last)``)."""
+    beats, penult, last = pv_tile_run(V, shape, rows, config)
+    return beats, penult + last
+
+
+def pv_tile_run(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int, int]:
+    """Array beats of one key tile in the P V tile stage, and the beats of
+    its second-to-last and of its last unit: per channel block (:func:`kaleido.hdl.pv_tile.channel_blocks`)
     and per block of ``array_rows`` query rows, the passes of :func:`pv_cycles`
     (one beat per unpaired unit and per pair FULL at every channel of the
     block, two per other pair), each pass shorter than ``array_rows`` units
@@ -1292,17 +1303,48 @@ def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> t
                 n = ps.stop - ps.start
                 per_block += int(beats[ps].sum()) + max(0, R - n)
                 last = (last + [int(b) for b in beats[ps]] + [1] * max(0, R - n))[-2:]
-    return math.ceil(_positive("rows", rows) / R) * per_block, sum(last)
+    return math.ceil(_positive("rows", rows) / R) * per_block, last[0], last[1]
 
 
-def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
+def _pv_run_issue(last_fill: int, run: tuple[int, int, int], prev: tuple[int, int, int] | None) -> int:
+    """The cycle the P V tile stage issues a key tile's last unit: its
+    passes start once its fill's last beat is in (``last_fill``) and the
+    previous key tile's last unit has issued (``prev``: that cycle and its
+    last two units' beats, or ``None``). A unit issues as the one before it
+    enters the array, and the array takes a unit when it has spent the
+    previous one's beats: the previous run's last unit enters ``b_penult``
+    cycles after its issue, and the array is free ``b_last`` cycles later.
+    The first unit issues the cycle after ``last_fill`` at the earliest and
+    enters the array the cycle after it issues; from then on each unit
+    issues as the one before it enters, so the last issues ``B - b`` cycles
+    after the first enters (``b``: the last two units' beats; every key tile
+    has at least three units, one per channel group). From an empty
+    pipeline (``prev`` long done) this is ``last_fill + B - b +
+    PV_TILE_ISSUE - 1``."""
+    beats, penult, last = run
+    if prev is None:
+        first_in = last_fill + PV_TILE_ISSUE - 1
+    else:
+        p_issue, p_penult, p_last = prev
+        entered = p_issue + p_penult
+        first_in = max(max(last_fill + 1, entered) + 1, entered + p_last)
+    return first_in + beats - penult - last
+
+
+def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | None = None) -> int:
     """Exact cycles of the P V tile stage (``kaleido.hdl.pv_tile.PvTile``)
     with no stalls, for query tiles walked back to back: ``walk`` holds one
     ``(rows, key_tiles)`` per query tile, ``key_tiles`` one ``(V, shape)``
     per key tile. Counted from the first transfer on ``i`` to the last on
     ``o``, both counted.
 
-    A key tile of ``n`` keys takes ``1 + n + rows n`` fill beats, one a
+    ``buffers`` (default ``CoreConfig().pv_buffers``): the key tiles the
+    stage holds. A key tile's header is taken once its buffer is free (the
+    key tile ``buffers`` before it has issued its last unit) and the
+    previous fill is done; its ``1 + n + rows n`` fill beats (``n`` keys)
+    follow one a cycle; its units issue once the fill is in and the previous
+    key tile's last unit has issued (:func:`_pv_run_issue`). With one
+    buffer: a key tile of ``n`` keys takes ``1 + n + rows n`` fill beats, one a
     cycle; its units then issue one per beat (:func:`pv_tile_beats`: ``B``
     beats, ``b`` of them the last two units'; a unit issues as the one
     before it enters the dispatcher), so the last unit issues ``B - b +
@@ -1314,21 +1356,30 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None) -> int:
     row ``r`` of a pass drains ``r`` cycles after row 0, whatever the
     array's rows).
     Checked equal to the RTL in ``tb/test_pv_tile.py``."""
+    from .checks import check_pv_buffers
+    from .config import CoreConfig
+
     config = config or KaleidoConfig()
+    buffers = check_pv_buffers(CoreConfig().pv_buffers if buffers is None else buffers)
     tiles = list(walk)
     if not tiles:
         raise ValueError("walk must hold at least one query tile, not none")
-    t = -1  # the cycle of the previous key tile's last issue (the first header is taken at 0)
+    issues: list[int] = []  # each key tile's last issue
+    prev = None
+    fill_end = -1  # the previous key tile's last fill beat
     for rows, key_tiles in tiles:
         key_tiles = list(key_tiles)
         if not key_tiles:
             raise ValueError("key_tiles must hold at least one key tile, not none")
         for V, shape in key_tiles:
             n = int(np.prod(shape))
-            beats, last = pv_tile_beats(V, shape, rows, config)
-            t += 1 + n + rows * n + beats - last + PV_TILE_ISSUE - 1
+            run = pv_tile_run(V, shape, rows, config)
+            header = max(fill_end + 1, issues[-buffers] + 1 if len(issues) >= buffers else 0)
+            fill_end = header + n + rows * n
+            issues.append(_pv_run_issue(fill_end, run, prev))
+            prev = (issues[-1], run[1], run[2])
     rows = tiles[-1][0]
-    return t + last + _pv_tile_tail(rows, config) + 1
+    return issues[-1] + prev[1] + prev[2] + pv_tile_tail(rows, config) + 1  # type: ignore[index]
 
 
 # -- the attention core (issue 13, docs/CORE.md "The core") ------------------
@@ -1397,7 +1448,9 @@ def core_cycles(
         return ((t - 1) * by + (y - 1)) * bx + (x - 1)
 
     compute: dict = {}
-    pv_beats: dict = {}
+    pv_runs: dict = {}
+    pv_issues: list[int] = []  # each pass-2 key tile's last P V issue
+    pv_prev = None  # the last one's (issue, penultimate beats, last beats)
     # the controller's states: IDLE (0) -> PLANE (1) -> QUERY (2) -> ISSUE (3)
     state = 3  # the cycle the controller is in ISSUE
     feeder_idle = 0  # the first cycle the feeder takes a command
@@ -1455,13 +1508,17 @@ def core_cycles(
             if final_k:
                 last_fill = max(last_fill, last_fwd + divide + 1)
             bkey = (kb.origin, rows)
-            if bkey not in pv_beats:
-                pv_beats[bkey] = pv_tile_beats(V[kb.tokens], kb.shape, rows, pv_config)
-            B, b = pv_beats[bkey]
-            last_issue = last_fill + B - b + PV_TILE_ISSUE - 1
-            pv_ready = last_issue + 1
+            if bkey not in pv_runs:
+                pv_runs[bkey] = pv_tile_run(V[kb.tokens], kb.shape, rows, pv_config)
+            run = pv_runs[bkey]
+            last_issue = _pv_run_issue(last_fill, run, pv_prev)
+            pv_prev = (last_issue, run[1], run[2])
+            pv_issues.append(last_issue)
+            # the next header: a free buffer, the fill done
+            nb = core.pv_buffers
+            pv_ready = max(last_fill + 1, pv_issues[-nb] + 1 if len(pv_issues) >= nb else 0)
             if final_k:
-                last_o = last_issue + b + _pv_tile_tail(rows, config, pe_latency)
+                last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, config, pe_latency)
                 last_write = max(last_write, last_o + 2)
                 if qi + 1 < len(boxes):
                     state += 1  # QUERY

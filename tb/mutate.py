@@ -325,6 +325,13 @@ MUTANTS = [
         "P V timing",
     ),
     Mutant(
+        "model_pv_run_busy_array",  # two buffers: the next run's first unit ignores the array's last two-beat unit
+        "kaleido/model.py",
+        "first_in = max(max(last_fill + 1, entered) + 1, entered + p_last)",
+        "first_in = max(last_fill + 1, entered) + 1",
+        "P V timing",
+    ),
+    Mutant(
         "model_pv_drain",
         "kaleido/model.py",
         "        beats + 1 + array_drain(config),",
@@ -432,6 +439,13 @@ MUTANTS = [
         "hdl/pv_tile.py",
         "p_f = Mux(b_valid, Mux(b_bank, p_rd[0].data, p_rd[1].data), 0)",
         "p_f = Mux(b_valid, Mux(b_bank, p_rd[1].data, p_rd[0].data), 0)",
+        "P V tile stage",
+    ),
+    Mutant(
+        "pv_tile_fill_over_running",  # two buffers: the fill takes a header into the buffer still running
+        "hdl/pv_tile.py",
+        "m.d.comb += self.i.ready.eq((state != IDLE) | fslot_free)",
+        "m.d.comb += self.i.ready.eq(1)",
         "P V tile stage",
     ),
     Mutant(

@@ -26,14 +26,56 @@ CONFIGS = {
 WALK = [(1, [(2, 2, 4)]), (6, [(1, 2, 3), (2, 1, 4), (2, 2, 4)]), (3, [(2, 2, 1)]), (5, [(1, 1, 1), (2, 2, 3)])]
 
 
-def _run(cfg, walk, seed, stalls=("none", "none"), source="random"):
+def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None):
     rng = np.random.default_rng(seed)
     qts = [[random_key_tile(rng, s, rows, cfg.d, source) for s in shapes] for rows, shapes in walk]
     ins, expected = pv_tile_words(cfg, TILE, 6, qts)
     bench = lambda be: stream_bench(be, ins, in_stall=stalls[0], out_stall=stalls[1], seed=seed, drain=2000)
-    got, cycles = simulate(PvTile(cfg, TILE, 6), bench)
-    model = pv_tile_cycles([(kts[0][1].shape[0], [(V, s) for s, _, V in kts]) for kts in qts], cfg)
+    got, cycles = simulate(PvTile(cfg, TILE, 6, buffers=buffers), bench)
+    model = pv_tile_cycles([(kts[0][1].shape[0], [(V, s) for s, _, V in kts]) for kts in qts], cfg, buffers)
     return expected, got, cycles, model
+
+
+#: key tiles whose passes outlast their fill (48 channels: 12 channel blocks,
+#: few keys), so with two buffers each fill hides behind the passes before it;
+#: batch 16 (8 units a pass): a key tile's last units may be two-beat pairs
+WIDE = KaleidoConfig(batch=16, split=(16, 16, 16))
+RUN_BOUND = [(6, [(1, 1, 2), (2, 2, 2), (2, 1, 4)]), (2, [(1, 1, 1), (2, 2, 4), (2, 2, 3), (2, 1, 1)])]
+
+
+@pytest.mark.parametrize("case", ["fill_bound", "run_bound"])
+def test_two_buffers_overlap_the_fill_and_the_model_is_the_rtl(case, seed):
+    """``buffers=1`` (fill, then run) and ``buffers=2`` (the next key tile
+    fills while the current one runs): both bit-exact, both exactly
+    :func:`pv_tile_cycles`, and two buffers take fewer cycles, where the
+    fill is the longer stage (``WALK``, 6-row query tiles) and where the
+    passes are (``RUN_BOUND``: the next run waits for the array, not the
+    fill)."""
+    cfg, walk = (CONFIGS["b4"], WALK) if case == "fill_bound" else (WIDE, RUN_BOUND)
+    cycles = {}
+    for buffers in (1, 2):
+        expected, got, cycles[buffers], model = _run(cfg, walk, seed, buffers=buffers)
+        assert got == expected, f"seed {seed}, {buffers} buffers"
+        assert cycles[buffers] == model, f"seed {seed}, {buffers} buffers: RTL {cycles[buffers]} cycles, model {model}"
+    assert cycles[2] < cycles[1], f"seed {seed}: {cycles}"
+
+
+def test_one_buffer_is_the_first_stage(seed):
+    """With one buffer the model is the first stage's closed form: each key
+    tile's fill, then its passes (``1 + n + rows n + B - b + PV_TILE_ISSUE -
+    1`` cycles a key tile), then the last total's tail."""
+    from kaleido.model import PV_TILE_ISSUE, pv_tile_tail
+
+    rng = np.random.default_rng(seed)
+    cfg = CONFIGS["b16"]
+    walk = [(rows, [(random_key_tile(rng, s, rows, cfg.d, "video")[2], s) for s in shapes]) for rows, shapes in WALK]
+    t = -1
+    for rows, kts in walk:
+        for V, shape in kts:
+            n = int(np.prod(shape))
+            beats, last = pv_tile_beats(V, shape, rows, cfg)
+            t += 1 + n + rows * n + beats - last + PV_TILE_ISSUE - 1
+    assert pv_tile_cycles(walk, cfg, buffers=1) == t + last + pv_tile_tail(walk[-1][0], cfg) + 1, f"seed {seed}"
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
