@@ -1407,7 +1407,9 @@ def core_cycles(
     cycle once the tile's V is in the P V stage (pass 2), the final key
     tile's row ends waiting for the divider; P ``TILE_SOFTMAX_LATENCY``
     cycles after its score, the final tile's last P held until the last
-    ``r``; the P V stage's passes after its fill (:func:`pv_tile_beats`);
+    ``r``; the P V stage's headers once a slot is free (``core.pv_buffers``)
+    and its passes after its fill and the previous key tile's passes
+    (:func:`pv_tile_run`, as :func:`pv_tile_cycles`);
     the output scaler's two cycles.
 
     ``variant="dense"``: the dense core (docs/CORE.md "The dense core"):
