@@ -47,6 +47,7 @@ whole head, same drain): ``ceil(N/R) * ceil(N/C) * d + R + C - 1`` cycles.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -1331,6 +1332,28 @@ def _pv_run_issue(last_fill: int, run: tuple[int, int, int], prev: tuple[int, in
     return first_in + beats - penult - last
 
 
+class _PvSlots:
+    """The P V tile stage's key-tile buffers in time, for
+    :func:`pv_tile_cycles` and :func:`core_cycles` alike: ``free`` is the
+    first cycle a header may be taken (its slot free: the key tile
+    ``buffers`` before has issued its last unit; and the previous fill
+    done), ``issue(last_fill, run)`` a key tile's last issue
+    (:func:`_pv_run_issue`) once its fill's last beat is ``last_fill``."""
+
+    def __init__(self, buffers: int):
+        self.issues: collections.deque[int] = collections.deque(maxlen=buffers)
+        self.prev: tuple[int, int, int] | None = None  # the last key tile's (issue, b_penult, b_last)
+        self.free = 0
+
+    def issue(self, last_fill: int, run: tuple[int, int, int]) -> int:
+        last = _pv_run_issue(last_fill, run, self.prev)
+        self.prev = (last, run[1], run[2])
+        self.issues.append(last)
+        full = len(self.issues) == self.issues.maxlen
+        self.free = max(last_fill + 1, self.issues[0] + 1 if full else 0)
+        return last
+
+
 def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | None = None) -> int:
     """Exact cycles of the P V tile stage (``kaleido.hdl.pv_tile.PvTile``)
     with no stalls, for query tiles walked back to back: ``walk`` holds one
@@ -1364,9 +1387,8 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | Non
     tiles = list(walk)
     if not tiles:
         raise ValueError("walk must hold at least one query tile, not none")
-    issues: list[int] = []  # each key tile's last issue
-    prev = None
-    fill_end = -1  # the previous key tile's last fill beat
+    slots = _PvSlots(buffers)
+    last = 0
     for rows, key_tiles in tiles:
         key_tiles = list(key_tiles)
         if not key_tiles:
@@ -1374,12 +1396,8 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | Non
         for V, shape in key_tiles:
             n = int(np.prod(shape))
             run = pv_tile_run(V, shape, rows, config)
-            header = max(fill_end + 1, issues[-buffers] + 1 if len(issues) >= buffers else 0)
-            fill_end = header + n + rows * n
-            issues.append(_pv_run_issue(fill_end, run, prev))
-            prev = (issues[-1], run[1], run[2])
-    rows = tiles[-1][0]
-    return issues[-1] + prev[1] + prev[2] + pv_tile_tail(rows, config) + 1  # type: ignore[index]
+            last = slots.issue(slots.free + n + rows * n, run) + run[1] + run[2]
+    return last + pv_tile_tail(tiles[-1][0], config) + 1
 
 
 # -- the attention core (issue 13, docs/CORE.md "The core") ------------------
@@ -1451,8 +1469,7 @@ def core_cycles(
 
     compute: dict = {}
     pv_runs: dict = {}
-    pv_issues: list[int] = []  # each pass-2 key tile's last P V issue
-    pv_prev = None  # the last one's (issue, penultimate beats, last beats)
+    pv = _PvSlots(core.pv_buffers)
     # the controller's states: IDLE (0) -> PLANE (1) -> QUERY (2) -> ISSUE (3)
     state = 3  # the cycle the controller is in ISSUE
     feeder_idle = 0  # the first cycle the feeder takes a command
@@ -1513,12 +1530,8 @@ def core_cycles(
             if bkey not in pv_runs:
                 pv_runs[bkey] = pv_tile_run(V[kb.tokens], kb.shape, rows, pv_config)
             run = pv_runs[bkey]
-            last_issue = _pv_run_issue(last_fill, run, pv_prev)
-            pv_prev = (last_issue, run[1], run[2])
-            pv_issues.append(last_issue)
-            # the next header: a free buffer, the fill done
-            nb = core.pv_buffers
-            pv_ready = max(last_fill + 1, pv_issues[-nb] + 1 if len(pv_issues) >= nb else 0)
+            last_issue = pv.issue(last_fill, run)
+            pv_ready = pv.free  # the next header: a free buffer, the fill done
             if final_k:
                 last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, config, pe_latency)
                 last_write = max(last_write, last_o + 2)
