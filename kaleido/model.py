@@ -105,10 +105,12 @@ __all__ = [
 VARIANTS = {"pe": (False, False), "pe-sh": (True, False), "pe-m": (False, True), "full": (True, True)}
 
 
+@functools.cache
 def need_table(accumulators: int = 3) -> np.ndarray:
     """uint8 ``[phase, row mask, column mask]`` -> array-level :class:`Need`
     (:func:`kaleido.encoding.array_need` of the union of the PE needs); a
-    mask is a 4-bit set of the follower tags present."""
+    mask is a 4-bit set of the follower tags present. Computed once per
+    ``accumulators`` (read-only: every caller shares it)."""
     table = np.zeros((4, 16, 16), dtype=np.uint8)
     for phase in Phase:
         for a in range(16):
@@ -119,6 +121,7 @@ def need_table(accumulators: int = 3) -> np.ndarray:
                         if (a >> q) & 1 and (b >> k) & 1:
                             union |= int(pe_need(phase, q, k, accumulators))
                 table[phase, a, b] = array_need(phase, union)
+    table.setflags(write=False)
     return table
 
 

@@ -43,6 +43,8 @@ from ..config import CoreConfig, KaleidoConfig
 __all__ = [
     "MACRO_MIN_WORDS",
     "CORE_VARIANTS",
+    "DEFAULT_CORES",
+    "SMALL_ARRAYS",
     "classify_memories",
     "synth_core",
     "core_area",
@@ -57,20 +59,33 @@ __all__ = [
 #: is a FIFO's or a pipeline's storage, built from flip-flops
 MACRO_MIN_WORDS = 32
 
-#: the cores ``make synth`` builds: report key -> variant of
-#: :class:`~kaleido.hdl.core.KaleidoAttentionCore`
-CORE_VARIANTS = {"kaleido": "kaleido", "dense": "dense"}
+#: the cores the flow can build: report key -> variant of
+#: :class:`~kaleido.hdl.core.KaleidoAttentionCore` (``"kaleido_1x1"``: the
+#: Kaleido core with its Q K^T engine on 16 1x1 arrays behind the shared
+#: queue, ``KaleidoConfig(sub_arrays=(1, 1))``, issue 14)
+CORE_VARIANTS = {"kaleido": "kaleido", "dense": "dense", "kaleido_1x1": "kaleido_1x1"}
+
+#: the cores ``make synth`` builds unless ``--cores`` names others; the
+#: overheads are each Kaleido core's over ``"dense"``
+DEFAULT_CORES = ("kaleido", "dense")
+
+#: the small arrays of the ``"kaleido_1x1"`` core
+SMALL_ARRAYS = (1, 1)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "kaleido" / "data" / "chip_16nm.toml"
 
 
 def core_design(variant: str, config: KaleidoConfig, core: CoreConfig) -> wiring.Component:
     """The core of ``variant`` (``"kaleido"``: the default core; ``"dense"``:
-    the same core with the dense engine and dense P V array)."""
+    the same core with the dense engine and dense P V array;
+    ``"kaleido_1x1"``: the default core with its Q K^T engine on
+    :data:`SMALL_ARRAYS` arrays)."""
     from ..hdl.core import KaleidoAttentionCore
 
     if variant == "kaleido":
         return KaleidoAttentionCore(config, core)
+    if variant == "kaleido_1x1":
+        return KaleidoAttentionCore(config.replace(sub_arrays=SMALL_ARRAYS), core)
     return KaleidoAttentionCore(config, core, variant=variant)
 
 
@@ -207,34 +222,45 @@ def core_report(entries: dict, designs: dict | None = None, data_path=None) -> d
       over our dense array's transistors (as :mod:`kaleido.synth.chip`'s
       calibrated estimate): the number comparable with the paper's 7.9 %.
 
-    A missing core gives ``error`` instead of the overheads."""
+    A missing core of :data:`DEFAULT_CORES` gives ``error`` instead of the
+    overheads. Any other Kaleido core synthesized (``"kaleido_1x1"``) gets
+    the same overheads over the dense core under ``overhead_<key>``."""
     data = _area_data(data_path)
-    missing = [k for k in CORE_VARIANTS if k not in entries]
+    missing = [k for k in DEFAULT_CORES if k not in entries]
     out: dict = {k: dict(e, area_mm2=core_area(e, data=data)) for k, e in entries.items()}
     if missing:
         out["error"] = f"cores without a synthesis result: {missing}"
         return out
     paper = data["paper"]
     per_array = paper["buffers_mm2"] / paper["arrays"]
-    k, d = out["kaleido"]["area_mm2"], out["dense"]["area_mm2"]
-    out["overhead"] = {
-        "total": (k["total"] - d["total"]) / d["total"],
-        "logic": (k["logic"] - d["logic"]) / d["logic"],
-        "at_paper_buffers": (k["logic"] - d["logic"]) / (d["logic"] + per_array),
-        "paper": paper["arrays_overhead"] + paper["dispatcher_overhead"],
-    }
+    dense_array = (designs or {}).get("baseline_array", {}).get("transistors")
+    per_transistor = None
+    if dense_array:
+        paper_dense_array = (paper["arrays_mm2"] - paper["arrays_overhead"] * paper["total_mm2"]) / paper["arrays"]
+        per_transistor = paper_dense_array / dense_array
+    d = out["dense"]
+    for key in entries:
+        if key == "dense":
+            continue
+        k = out[key]
+        ka, da = k["area_mm2"], d["area_mm2"]
+        over = {
+            "total": (ka["total"] - da["total"]) / da["total"],
+            "logic": (ka["logic"] - da["logic"]) / da["logic"],
+            "at_paper_buffers": (ka["logic"] - da["logic"]) / (da["logic"] + per_array),
+            "paper": paper["arrays_overhead"] + paper["dispatcher_overhead"],
+        }
+        if per_transistor is not None:
+            kt, dt = k["transistors"], d["transistors"]
+            over["at_paper_buffers_calibrated"] = (kt - dt) * per_transistor / (dt * per_transistor + per_array)
+        out["overhead" if key == "kaleido" else f"overhead_{key}"] = over
     out["assumptions"] = {
         "macro_min_words": MACRO_MIN_WORDS,
         "logic": data["logic"]["source"],
         "sram": data["sram"]["source"],
         "paper_buffer_mm2_per_array": per_array,
     }
-    dense_array = (designs or {}).get("baseline_array", {}).get("transistors")
-    if dense_array:
-        paper_dense_array = (paper["arrays_mm2"] - paper["arrays_overhead"] * paper["total_mm2"]) / paper["arrays"]
-        per_transistor = paper_dense_array / dense_array
-        kt, dt = out["kaleido"]["transistors"], out["dense"]["transistors"]
-        out["overhead"]["at_paper_buffers_calibrated"] = (kt - dt) * per_transistor / (dt * per_transistor + per_array)
+    if per_transistor is not None:
         out["assumptions"]["calibrated_mm2_per_transistor"] = per_transistor
     return out
 
@@ -258,21 +284,26 @@ def core_table(report: dict) -> list[str]:
             f"| {key} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['gate_depth']} | "
             f"{len(e['buffers'])} | {e['buffer_bits']:,} | {a['logic']:.4f} | {a['buffers']:.4f} | {a['total']:.4f} |"
         )
-    if "overhead" in core:
-        o = core["overhead"]
+    keys = [k for k in CORE_VARIANTS if k != "dense" and ("overhead" if k == "kaleido" else f"overhead_{k}") in core]
+    if keys:
+        over = [core["overhead" if k == "kaleido" else f"overhead_{k}"] for k in keys]
+
+        def row(label: str, field: str) -> str:
+            return f"| {label} | " + " | ".join(f"{o[field]:.1%}" for o in over) + " |"
+
         lines += [
             "",
-            "| Kaleido core over the dense core | area overhead |",
-            "|---|---|",
-            f"| as built (logic + its own buffers) | {o['total']:.1%} |",
-            f"| logic only | {o['logic']:.1%} |",
-            f"| logic + the paper's buffer area per array | {o['at_paper_buffers']:.1%} |",
+            "| area overhead over the dense core | " + " | ".join(f"{k} core" for k in keys) + " |",
+            "|---|" + "---|" * len(keys),
+            row("as built (logic + its own buffers)", "total"),
+            row("logic only", "logic"),
+            row("logic + the paper's buffer area per array", "at_paper_buffers"),
             *(
-                [f"| the same, logic at the paper's area per transistor | {o['at_paper_buffers_calibrated']:.1%} |"]
-                if "at_paper_buffers_calibrated" in o
+                [row("the same, logic at the paper's area per transistor", "at_paper_buffers_calibrated")]
+                if all("at_paper_buffers_calibrated" in o for o in over)
                 else []
             ),
-            f"| the paper (table 2: arrays + dispatchers) | {o['paper']:.1%} |",
+            row("the paper (table 2: arrays + dispatchers)", "paper"),
         ]
     if "error" in core:
         lines += ["", f"Core comparison incomplete: {core['error']}."]
@@ -283,7 +314,7 @@ def run_cores(
     config: KaleidoConfig,
     core: CoreConfig,
     root: str = "build/synth",
-    variants: tuple = tuple(CORE_VARIANTS),
+    variants: tuple = DEFAULT_CORES,
     pool=None,
     wait: bool = True,
 ) -> dict:

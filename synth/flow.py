@@ -40,7 +40,7 @@ from ..clock import core_blocks
 from ..config import CoreConfig, KaleidoConfig
 from ..hdl.emit import DESIGNS
 from .chip import chip_estimate
-from .core import CORE_VARIANTS, collect_cores, core_report, core_table, run_cores
+from .core import CORE_VARIANTS, DEFAULT_CORES, collect_cores, core_report, core_table, run_cores
 
 __all__ = [
     "RegisteredIO",
@@ -569,8 +569,9 @@ def main(argv: list | None = None) -> int:
     ap.add_argument(
         "--cores",
         default=None,
-        help="the whole cores to synthesize beside the blocks (comma-separated: kaleido,dense; empty: none; "
-        "default: both, or none when --designs picks blocks)",
+        help="the whole cores to synthesize beside the blocks (comma-separated of "
+        f"{','.join(CORE_VARIANTS)}; empty: none; default: {','.join(DEFAULT_CORES)}, or none when --designs "
+        "picks blocks)",
     )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
@@ -581,7 +582,7 @@ def main(argv: list | None = None) -> int:
         if n not in REPORT_DESIGNS:
             raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
     if args.cores is None:  # the whole run, or only the blocks a user named
-        args.cores = ",".join(CORE_VARIANTS) if args.designs == ap.get_default("designs") else ""
+        args.cores = ",".join(DEFAULT_CORES) if args.designs == ap.get_default("designs") else ""
     cores = tuple(c for c in args.cores.split(",") if c)
     for c in cores:
         if c not in CORE_VARIANTS:

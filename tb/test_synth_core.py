@@ -131,6 +131,34 @@ def test_core_report_overheads():
     assert any("logic only | 20.0%" in line for line in core_table({"core": rep}))
 
 
+def test_core_report_prices_the_small_array_core_beside_the_default():
+    """The optional 16 1x1-array core gets its own overheads over the same
+    dense core, and the table a column for it."""
+    entries = {
+        "kaleido": _entry(1_200_000, 1_000_000),
+        "dense": _entry(1_000_000, 900_000),
+        "kaleido_1x1": _entry(1_500_000, 1_000_000),
+    }
+    rep = core_report(entries, {"baseline_array": {"transistors": 100_000}})
+    assert rep["overhead"]["logic"] == pytest.approx(0.2)
+    assert rep["overhead_kaleido_1x1"]["logic"] == pytest.approx(0.5)
+    assert "at_paper_buffers_calibrated" in rep["overhead_kaleido_1x1"]
+    table = core_table({"core": rep})
+    assert "| logic only | 20.0% | 50.0% |" in table
+    assert any(line.startswith("| kaleido_1x1 | ") for line in table)
+    # without the default pair there is no comparison, whatever else ran
+    assert "error" in core_report({"kaleido_1x1": entries["kaleido_1x1"], "dense": entries["dense"]})
+
+
+def test_core_design_puts_the_small_core_on_sixteen_arrays():
+    from kaleido.config import CoreConfig, KaleidoConfig
+    from kaleido.synth.core import core_design
+
+    small = core_design("kaleido_1x1", KaleidoConfig(), CoreConfig())._config
+    assert small.sub_arrays == (1, 1) and small.n_arrays == 16
+    assert core_design("kaleido", KaleidoConfig(), CoreConfig())._config.sub_arrays is None
+
+
 def test_core_report_names_a_missing_core():
     rep = core_report({"kaleido": _entry(1_200_000, 1_000_000)})
     assert "overhead" not in rep and "['dense']" in rep["error"]
@@ -155,6 +183,7 @@ def test_make_synth_runs_the_cores_only_on_the_whole_run(monkeypatch):
         (["--designs", "baseline_pe"], ()),
         (["--designs", "baseline_pe", "--cores", "dense"], ("dense",)),
         (["--cores="], ()),
+        (["--cores", "kaleido,dense,kaleido_1x1"], ("kaleido", "dense", "kaleido_1x1")),
     ):
         with pytest.raises(_Picked) as picked:
             flow.main(argv + ["--root", "build/test_synth/picked"])
