@@ -131,7 +131,12 @@ def schedule_cycles(sch: Schedule, m: int) -> int:
     return 3 * m + sch.draws + last + 3
 
 
-def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
+#: queues of at most this many windows are scheduled window by window
+#: (:func:`schedule`); longer ones vectorised over the windows
+SMALL_QUEUE = 2
+
+
+def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED, vectorised: bool | None = None):
     """Scheduler over a whole queue: windows of ``window`` strings in order,
     the LFSR state carried across; returns ``(order, state)`` where
     ``order`` is the permutation of queue positions (clusters concatenated
@@ -141,7 +146,11 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
     holds the two equal), vectorised over the windows: the pivot draws
     depend on the LFSR alone, so they are drawn first, one window after
     another; then every window assigns its strings at once, position by
-    position (nearest pivot with room, ties to the lowest cluster)."""
+    position (nearest pivot with room, ties to the lowest cluster).
+    ``vectorised``: ``None`` (default) runs :func:`schedule` window by window
+    on queues of at most :data:`SMALL_QUEUE` windows (faster there: a tile of
+    the core is one window) and the vectorised walk on longer ones; ``True``
+    or ``False`` forces one (the test holds both equal to :func:`schedule`)."""
     strings = np.asarray(strings, dtype=np.uint64).ravel()
     n = len(strings)
     if not isinstance(seed, (int, np.integer)) or not 1 <= int(seed) < (1 << LFSR_WIDTH):
@@ -149,6 +158,15 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED):
     state = int(seed)
     if n == 0:
         return np.zeros(0, dtype=np.int64), state
+    if vectorised is None:  # a window or two: :func:`schedule` itself is faster than the vector set-up
+        vectorised = n > SMALL_QUEUE * window
+    if not vectorised:
+        picked: list[int] = []
+        for w0 in range(0, n, window):
+            sch = schedule(strings[w0 : w0 + window], seed=state, window=window)
+            state = sch.state
+            picked += [w0 + pos for cluster in sch.clusters for pos in cluster]
+        return np.asarray(picked, dtype=np.int64), state
     starts = np.arange(0, n, window)
     sizes = np.minimum(window, n - starts)
     n_win = len(starts)

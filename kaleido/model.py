@@ -236,6 +236,28 @@ def _mask_classes(t: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return inverse.ravel(), first
 
 
+@functools.cache
+def _phase_plans(accumulators: int) -> tuple:
+    """Per phase, the need table reduced to its mask classes:
+    ``(row class of each mask, column class of each mask, the Need of each
+    (kept row class, column class), the kept row classes)``; a row class
+    whose every column class is SKIP is not kept. Computed once per
+    ``accumulators`` (read-only arrays, shared by every caller)."""
+    table = need_table(accumulators)
+    plans = []
+    for phase in Phase:
+        t = table[phase]
+        rcls, rrep = _mask_classes(t, 0)
+        ccls, crep = _mask_classes(t, 1)
+        reduced = t[rrep][:, crep]  # [row class, column class] -> Need
+        kept = [k for k in range(len(rrep)) if (reduced[k] != Need.SKIP).any()]
+        plan = (rcls, ccls, reduced[kept], np.array(kept, dtype=np.int64))
+        for a in plan:
+            a.setflags(write=False)
+        plans.append(plan)
+    return tuple(plans)
+
+
 #: key pairs evaluated at once (temporaries stay in cache)
 _CHUNK = 1 << 17
 
@@ -287,7 +309,6 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
     The sums are exact: float64 products of integers below 2**53."""
     _, use_match = VARIANTS[variant]
     R, C = cfg.array_rows, cfg.array_cols
-    table = need_table(cfg.accumulators)
     A = arrays
     per_array = np.zeros(A, dtype=np.int64)
     phase_beats = [0, 0, 0, 0]
@@ -295,14 +316,7 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
     phase_channels = [0, 0, 0, 0]
     n_pass = 0
     batch_beats = []
-    plans = []
-    for phase in Phase:
-        t = table[phase]
-        rcls, rrep = _mask_classes(t, 0)
-        ccls, crep = _mask_classes(t, 1)
-        reduced = t[rrep][:, crep]  # [row class, column class] -> Need
-        kept = [k for k in range(len(rrep)) if (reduced[k] != Need.SKIP).any()]
-        plans.append((rcls, ccls, reduced[kept], np.array(kept, dtype=np.int64)))
+    plans = _phase_plans(cfg.accumulators)
     deal = ((np.arange(A)[:, None] + np.arange(A)[None, :]) % A).ravel()  # (row residue, column residue) -> array
     for index, (tq, tk) in enumerate(tags):
         n_ch = tq.shape[1]
@@ -394,23 +408,43 @@ def run_model(
             "engine_cycles (kaleido perf --engine --sub-arrays) models the small arrays"
         )
     use_sched, _ = VARIANTS[variant]
-    n_tok, d = Q.shape
+    nest = batches(cfg, grid, split)
+    sched = _scheduled_batches(Q, K, grid, split, cfg, nest, scheduler=use_sched)
+    return _run_scheduled(
+        Q, K, grid, split, cfg, sched, len(nest), variant=variant, arrays=arrays, pass_gap=pass_gap,
+        progress=progress, quality=quality,
+    )  # fmt: skip
+
+
+def _scheduled_batches(Q, K, grid, split, cfg: KaleidoConfig, nest, *, scheduler: bool):
+    """Per batch of ``nest``: ``(batch, tq, tk, perm_r, perm_c)``, the row and
+    column units' tags in queue order and the scheduler's order of each side
+    (:func:`unit_order`, one LFSR per side carried across batches; ``None``
+    without the scheduler)."""
     qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
     kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
-    nest = batches(cfg, grid, split)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    for batch in nest:
+        ch = batch.channels
+        tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
+        perm_r = perm_c = None
+        if scheduler:
+            perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
+            perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
+        yield batch, tq, tk, perm_r, perm_c
+
+
+def _run_scheduled(
+    Q, K, grid, split, cfg: KaleidoConfig, sched, n_batches: int, *, variant, arrays, pass_gap, progress, quality
+) -> ModelResult:
+    """:func:`run_model` on the batches of :func:`_scheduled_batches`."""
+    n_tok, d = Q.shape
 
     def tags():
-        for batch in nest:
-            ch = batch.channels
-            tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
-            if use_sched:
-                perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
-                perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
-                tq, tk = tq[perm_r], tk[perm_c]
-            yield tq, tk
+        for _, tq, tk, perm_r, perm_c in sched:
+            yield (tq, tk) if perm_r is None else (tq[perm_r], tk[perm_c])
 
-    walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
+    walk = _walk(tags(), n_batches, cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
     R, C = cfg.array_rows, cfg.array_cols
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
     counts = grouped_op_counts(Q, K, grid, split, cfg.thresholds)
@@ -547,20 +581,13 @@ def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig) -> n
     the two equal (``batch_beats``)."""
     cfg = config
     R, C = cfg.array_rows, cfg.array_cols
-    table = need_table(cfg.accumulators)
     n_ch = tq.shape[1]
     qm, km = group_masks(tq, R), group_masks(tk, C)
     Gr, Gc = len(qm), len(km)
     out = np.ones((Gr, Gc, 4), dtype=np.int64)
-    for phase in Phase:
-        t = table[phase]
-        rcls, rrep = _mask_classes(t, 0)
-        ccls, crep = _mask_classes(t, 1)
-        reduced = t[rrep][:, crep]
-        kept = [k for k in range(len(rrep)) if (reduced[k] != Need.SKIP).any()]
-        if not kept:
+    for phase, (rcls, ccls, need, active) in zip(Phase, _phase_plans(cfg.accumulators), strict=True):
+        if not len(active):
             continue
-        need, active = reduced[kept], np.array(kept, dtype=np.int64)
         rkey, ckey = rcls[qm], ccls[km]
         held = rkey[None, :, :] == active[:, None, None]
         cneed = need[:, ckey]
@@ -700,15 +727,13 @@ def engine_tiles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list
     (:func:`_batch_tiles`) in the scheduled pass order."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
-    qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
-    kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
-    state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    return _engine_tiles(_scheduled_batches(Q, K, grid, split, cfg, batches(cfg, grid, split), scheduler=True), cfg)
+
+
+def _engine_tiles(sched, cfg: KaleidoConfig) -> list[_BatchTiles]:
+    """:func:`engine_tiles` of the batches of :func:`_scheduled_batches`."""
     out = []
-    for batch in batches(cfg, grid, split):
-        ch = batch.channels
-        tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
-        perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
-        perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
+    for batch, tq, tk, perm_r, perm_c in sched:
         units_ = np.asarray(batch.units, dtype=np.int64)
         if cfg.n_arrays > 1:
             out.append(_batch_blocks(units_, perm_r, perm_c, tq[perm_r], tk[perm_c], cfg))
@@ -911,12 +936,17 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
             f"engine_cycles lays out every tile of a head ({n_tok} tokens: {n_tok * n_tok:,} entries per batch); "
             f"it takes at most {ENGINE_MODEL_TOKENS} tokens (the engine elaborates at most 1024)"
         )
-    res = run_model(Q, K, grid, split, cfg.replace(sub_arrays=None), variant="full", pass_gap=1)
-    W = scheduler_cycles(Q, K, grid, split, cfg)
-    nb = len(W)
     if method not in ("auto", "events"):
         raise ValueError(f"method must be 'auto' or 'events', not {method!r}")
-    tiles = engine_tiles(Q, K, grid, split, cfg)
+    # the scheduler's orders once, for the passes (run_model's walk) and the tiles
+    sched = list(_scheduled_batches(Q, K, grid, split, cfg, batches(cfg, grid, split), scheduler=True))
+    one = cfg.replace(sub_arrays=None)
+    res = _run_scheduled(
+        Q, K, grid, split, one, sched, len(sched), variant="full", arrays=1, pass_gap=1, progress=None, quality=None
+    )
+    W = scheduler_cycles(Q, K, grid, split, cfg)
+    nb = len(W)
+    tiles = _engine_tiles(sched, cfg)
     walk = _engine_walk(tiles, W, cfg, holds=False) if method == "auto" else None
     if walk is None:  # some FIFO would overflow: the exact event simulation
         walk = _engine_walk(tiles, W, cfg, holds=True)

@@ -121,13 +121,14 @@ def test_schedule_order_is_schedule_window_by_window(seed, window):
             np.uint64
         )
         lfsr = int(rng.integers(1, 1 << 16))
-        order, state = schedule_order(strings, window=window, seed=lfsr)
+        orders = {v: schedule_order(strings, window=window, seed=lfsr, vectorised=v) for v in (None, True, False)}
         expect = []
         for start in range(0, n, window):
             sch = schedule(strings[start : start + window], seed=lfsr, window=window)
             lfsr = sch.state
             expect += [start + p for c in sch.clusters for p in c]
-        assert order.tolist() == expect and state == lfsr, (n, window)
+        for v, (order, state) in orders.items():
+            assert order.tolist() == expect and state == lfsr, (n, window, v)
 
 
 def test_channel_needs_phases():
