@@ -28,10 +28,11 @@ help:
 	@echo "make synth      Yosys/nextpnr area and Fmax of every design, and the whole Kaleido core beside the dense core"
 	@echo "                (logic transistors, buffers as SRAM bits, area overhead: key core) -> build/synth/report.json,"
 	@echo "                docs/SYNTH_TABLE.md; a failing design is named with its log tail and tool version, the rest"
-	@echo "                still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores; --designs alone runs none)"
+	@echo "                still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores; --designs alone runs none;"
+	@echo "                --cores=kaleido,dense,kaleido_1x1 adds the core with its Q K^T engine on 16 1x1 arrays, issue 14)"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator (goal 200k)) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, model at 32k tokens (goal 10 s, against the old walk), the whole core's model on make sim's head, softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator (goal 200k)) -> build/bench/*.json, *.csv"
 	@echo "make sweep      kaleido sweep on a local Dask cluster: 16 synthetic heads x 4 configurations -> build/sweep/table/"
 	@echo "                (heads.csv, heads.parquet, summary.json, plots; ~1 min; docs/SWEEP.md)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
@@ -96,6 +97,7 @@ bench: $(STAMP)
 	$(PY) -m kaleido.bench.golden --out build/bench/golden.json
 	$(PY) -m kaleido.bench.dispatch --out build/bench/dispatch.json
 	$(PY) -m kaleido.bench.model --reference --out build/bench/model.json
+	$(PY) -m kaleido.bench.core_model --out build/bench/core_model.json
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
 	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
 	$(PY) -m kaleido.tb.core_sim_bench --out build/bench/core_sim.json

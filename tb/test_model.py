@@ -97,3 +97,22 @@ def test_tile_traffic_counts_every_score_once_per_batch():
     t = tile_traffic(w, cfg)
     assert t["tiles"] == w.n * w.n * len(cfg.batches)  # each (i, j) once per batch
     assert sum(t["histogram"][1:]) <= t["beats"] + 8 and t["max_per_cycle"] <= 16
+
+
+def test_core_model_bench_times_both_cores(tmp_path):
+    """`make bench`'s core-model entry: the cycles it writes are
+    core_cycles' own for both cores, and a bad grid is named."""
+    from kaleido.bench.core_model import main as bench_core_model
+    from kaleido.config import PRESETS, CoreConfig
+    from kaleido.golden.workloads import synthetic_video
+    from kaleido.model import core_cycles
+
+    out = bench_core_model(["--grid", "2,4,16", "--out", str(tmp_path / "core_model.json")])
+    w = synthetic_video("hunyuan", (2, 4, 16), "slow", 1)
+    cfg = KaleidoConfig(split=PRESETS["hunyuan"]["split"])
+    assert out["tile_pairs"] == 4
+    assert out["kaleido"]["cycles"] == core_cycles(w.q, w.k, w.v, (2, 4, 16), cfg, CoreConfig())
+    assert out["dense"]["cycles"] == core_cycles(w.q, w.k, w.v, (2, 4, 16), cfg, CoreConfig(), variant="dense")
+    assert out["projected_s_at_32768_tokens"] == round(out["kaleido_s_per_tile_pair"] * 512 * 512)
+    with pytest.raises(SystemExit, match="--grid '2,x,16'"):
+        bench_core_model(["--grid", "2,x,16", "--out", str(tmp_path / "bad.json")])
