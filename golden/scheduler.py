@@ -15,6 +15,7 @@ from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, 
 from ..encoding import ABSENT, Reuse
 
 __all__ = [
+    "SMALL_QUEUE",
     "reuse_strings",
     "lfsr_step",
     "draw_pivots",
@@ -158,6 +159,8 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED, vect
     state = int(seed)
     if n == 0:
         return np.zeros(0, dtype=np.int64), state
+    if vectorised not in (None, True, False):
+        raise ValueError(f"vectorised must be None, True or False, not {vectorised!r}")
     if vectorised is None:  # a window or two: :func:`schedule` itself is faster than the vector set-up
         vectorised = n > SMALL_QUEUE * window
     if not vectorised:

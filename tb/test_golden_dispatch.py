@@ -129,6 +129,8 @@ def test_schedule_order_is_schedule_window_by_window(seed, window):
             expect += [start + p for c in sch.clusters for p in c]
         for v, (order, state) in orders.items():
             assert order.tolist() == expect and state == lfsr, (n, window, v)
+    with pytest.raises(ValueError, match="vectorised must be None, True or False, not 'no'"):
+        schedule_order([1, 2, 3], vectorised="no")
 
 
 def test_channel_needs_phases():

@@ -150,13 +150,18 @@ def test_core_report_prices_the_small_array_core_beside_the_default():
     assert "error" in core_report({"kaleido_1x1": entries["kaleido_1x1"], "dense": entries["dense"]})
 
 
-def test_core_design_puts_the_small_core_on_sixteen_arrays():
+def test_core_design_puts_the_small_core_on_sixteen_arrays(monkeypatch):
+    import kaleido.hdl.core
     from kaleido.config import CoreConfig, KaleidoConfig
     from kaleido.synth.core import core_design
 
-    small = core_design("kaleido_1x1", KaleidoConfig(), CoreConfig())._config
+    built = []
+    monkeypatch.setattr(kaleido.hdl.core, "KaleidoAttentionCore", lambda cfg, core, **kw: built.append((cfg, kw)))
+    for variant in ("kaleido_1x1", "kaleido", "dense"):
+        core_design(variant, KaleidoConfig(), CoreConfig())
+    (small, _), (one, _), (dense, kw) = built
     assert small.sub_arrays == (1, 1) and small.n_arrays == 16
-    assert core_design("kaleido", KaleidoConfig(), CoreConfig())._config.sub_arrays is None
+    assert one.sub_arrays is None and dense.sub_arrays is None and kw == {"variant": "dense"}
 
 
 def test_core_report_names_a_missing_core():

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     try:
         grid = check_grid(tuple(int(x) for x in args.grid.split(",")))
-    except ValueError as e:
+    except (TypeError, ValueError) as e:
         raise SystemExit(f"error: --grid {args.grid!r}: {e}") from None
     config = KaleidoConfig(split=PRESETS[args.preset]["split"])
     core = CoreConfig()
