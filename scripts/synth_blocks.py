@@ -1,15 +1,15 @@
 """Where the 16 1x1-array core's extra logic goes (issue 14; docs/SYNTH.md,
 "The whole core beside the dense core"): the Q K^T engine's arrays block,
 ``ArraySet``, on one 4x4 array and on 16 1x1 arrays, and one
-``DispatchedArray`` (a ``PassDispatcher`` and its ``KaleidoArray``) at each
-shape, each through the whole core's Yosys flow
+``DispatchedArray`` (a ``PassDispatcher`` and its ``KaleidoArray``), one
+``PassDispatcher`` and one ``Matcher`` at each shape, each through the whole core's Yosys flow
 (:func:`kaleido.synth.core.synth_core`: logic transistors, memories of at
 least 32 words as macros).
 
     .venv/bin/python scripts/synth_blocks.py [NAME ...]
 
 writes ``build/synth_blocks/<names>.json`` and prints one line a block
-(3 minutes for all four on one core).
+(about 4 minutes for all eight on one core).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import sys
 from kaleido.config import CoreConfig, KaleidoConfig
 from kaleido.hdl.array_set import ArraySet
 from kaleido.hdl.dispatched_array import DispatchedArray
+from kaleido.hdl.dispatcher import PassDispatcher
+from kaleido.hdl.matcher import Matcher
 from kaleido.synth.core import synth_core
 
 ROOT = pathlib.Path("build/synth_blocks")
@@ -35,6 +37,10 @@ def main(argv: list[str]) -> int:
         "array_set_16x1x1": lambda: ArraySet(small, n_tokens),
         "dispatched_4x4": lambda: DispatchedArray(one),
         "dispatched_1x1": lambda: DispatchedArray(small.sub_config()),
+        "dispatcher_4x4": lambda: PassDispatcher(one),
+        "dispatcher_1x1": lambda: PassDispatcher(small.sub_config()),
+        "matcher_4x4": lambda: Matcher(one),
+        "matcher_1x1": lambda: Matcher(small.sub_config()),
     }
     names = argv or list(blocks)
     unknown = [n for n in names if n not in blocks]
