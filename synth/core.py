@@ -75,6 +75,13 @@ SMALL_ARRAYS = (1, 1)
 DATA = pathlib.Path(__file__).resolve().parent.parent / "kaleido" / "data" / "chip_16nm.toml"
 
 
+def _overhead_key(key: str) -> str:
+    """Where ``report["core"]`` keeps core ``key``'s overheads over the
+    dense core: ``"overhead"`` for the default Kaleido core, else
+    ``"overhead_<key>"``."""
+    return "overhead" if key == "kaleido" else f"overhead_{key}"
+
+
 def core_design(variant: str, config: KaleidoConfig, core: CoreConfig) -> wiring.Component:
     """The core of ``variant`` (``"kaleido"``: the default core; ``"dense"``:
     the same core with the dense engine and dense P V array;
@@ -253,7 +260,7 @@ def core_report(entries: dict, designs: dict | None = None, data_path=None) -> d
         if per_transistor is not None:
             kt, dt = k["transistors"], d["transistors"]
             over["at_paper_buffers_calibrated"] = (kt - dt) * per_transistor / (dt * per_transistor + per_array)
-        out["overhead" if key == "kaleido" else f"overhead_{key}"] = over
+        out[_overhead_key(key)] = over
     out["assumptions"] = {
         "macro_min_words": MACRO_MIN_WORDS,
         "logic": data["logic"]["source"],
@@ -284,9 +291,9 @@ def core_table(report: dict) -> list[str]:
             f"| {key} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['gate_depth']} | "
             f"{len(e['buffers'])} | {e['buffer_bits']:,} | {a['logic']:.4f} | {a['buffers']:.4f} | {a['total']:.4f} |"
         )
-    keys = [k for k in CORE_VARIANTS if k != "dense" and ("overhead" if k == "kaleido" else f"overhead_{k}") in core]
+    keys = [k for k in CORE_VARIANTS if k != "dense" and _overhead_key(k) in core]
     if keys:
-        over = [core["overhead" if k == "kaleido" else f"overhead_{k}"] for k in keys]
+        over = [core[_overhead_key(k)] for k in keys]
 
         def row(label: str, field: str) -> str:
             return f"| {label} | " + " | ".join(f"{o[field]:.1%}" for o in over) + " |"
