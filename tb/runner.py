@@ -94,7 +94,7 @@ def run_cocotb(
     grid=None,
     cxx_opt: str | None = "auto",
     source=None,
-    public: bool = True,
+    public: bool = False,
 ) -> dict:
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
     ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
@@ -109,10 +109,13 @@ def run_cocotb(
     ``source`` (a callable ``source(build_dir) -> path``) writes the
     Verilog of a testbench-built top level (``design`` is then its module
     name) instead of emitting a design of :data:`kaleido.hdl.emit.DESIGNS`.
-    ``public=False`` (Verilator): only the top level's ports are visible to
-    the testbench (``--no-public-flat-rw`` after cocotb's
-    ``--public-flat-rw``), so Verilator optimises the design as a whole:
-    the fast path, where the testbench drives ports and waits.
+    ``public=False`` (Verilator, the default): only the top level's ports
+    are visible to the testbench (``--no-public-flat-rw`` after cocotb's
+    ``--public-flat-rw``), so Verilator optimises the design as a whole
+    (the engine's 256-token head, tb/test_engine.py e3: 57 s of simulation
+    with every signal public, 20 s without). Every testbench here drives
+    and samples top-level ports only; ``public=True`` keeps cocotb's
+    default, every signal visible (to probe one from a testbench).
     Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it.
     Tests that share a build directory run one at a time (a lock file), and
     an unchanged design is not rebuilt."""
@@ -141,7 +144,7 @@ def _locked(build_dir: pathlib.Path) -> Iterator[None]:
 
 
 def _build_and_test(
-    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public=True
+    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public
 ) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
