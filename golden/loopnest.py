@@ -17,12 +17,13 @@ from ..loopnest import Batch, batches, chunks, pad_units, unit_tags
 from .array import array_pass, pass_beats
 from .grouped import grouped_effective, grouped_follower_classes
 from .matcher import channel_needs, match
-from .scheduler import reuse_strings, schedule_order
+from .scheduler import QueueSchedule, reuse_strings, schedule_queue
 
 __all__ = [
     "Pass",
     "pass_operands",
     "unit_order",
+    "unit_schedule",
     "iter_passes",
     "batch_passes",
     "scores_by_passes",
@@ -96,7 +97,14 @@ def unit_order(tags: np.ndarray, config: KaleidoConfig, side: str, seed: int) ->
     over their Q tags, ``"column"`` over their K tags, uint8 ``(U, n)``):
     windows of ``config.window(side)`` reuse strings, the LFSR starting at
     ``seed``; returns ``(permutation, LFSR state)``."""
-    return schedule_order(reuse_strings(tags, config.batch), window=config.window(side), seed=seed)
+    q = unit_schedule(tags, config, side, seed)
+    return q.order, q.state
+
+
+def unit_schedule(tags: np.ndarray, config: KaleidoConfig, side: str, seed: int) -> QueueSchedule:
+    """:func:`unit_order` with each window's scheduler cycles too (the
+    :class:`~kaleido.golden.scheduler.QueueSchedule`)."""
+    return schedule_queue(reuse_strings(tags, config.batch), window=config.window(side), seed=seed)
 
 
 def iter_passes(Q, K, grid, split, config: KaleidoConfig | None = None, *, matcher=True, order=None, scheduler=False):

@@ -22,6 +22,8 @@ __all__ = [
     "schedule",
     "Schedule",
     "schedule_order",
+    "schedule_queue",
+    "QueueSchedule",
     "schedule_cycles",
     "hamming",
     "WINDOW",
@@ -137,17 +139,38 @@ def schedule_cycles(sch: Schedule, m: int) -> int:
 SMALL_QUEUE = 2
 
 
+class QueueSchedule(typing.NamedTuple):
+    """A whole queue's schedule (:func:`schedule_queue`): ``order``, the
+    permutation of queue positions (clusters concatenated window by
+    window); ``state``, the LFSR state after the last window;
+    ``window_cycles``, each window's :func:`schedule_cycles`."""
+
+    order: np.ndarray
+    state: int
+    window_cycles: list[int]
+
+
 def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED, vectorised: bool | None = None):
+    """Scheduler over a whole queue: ``(order, state)`` of
+    :func:`schedule_queue`."""
+    q = schedule_queue(strings, window=window, seed=seed, vectorised=vectorised)
+    return q.order, q.state
+
+
+def schedule_queue(
+    strings, *, window: int = WINDOW, seed: int = LFSR_SEED, vectorised: bool | None = None
+) -> QueueSchedule:
     """Scheduler over a whole queue: windows of ``window`` strings in order,
-    the LFSR state carried across; returns ``(order, state)`` where
-    ``order`` is the permutation of queue positions (clusters concatenated
-    window by window).
+    the LFSR state carried across; returns the :class:`QueueSchedule`
+    (order, final state and each window's cycles), so a cycle model needs
+    no second run of the scheduler for the cycles.
 
     Exactly :func:`schedule` window after window (tb/test_golden_dispatch.py
-    holds the two equal), vectorised over the windows: the pivot draws
-    depend on the LFSR alone, so they are drawn first, one window after
-    another; then every window assigns its strings at once, position by
-    position (nearest pivot with room, ties to the lowest cluster).
+    holds the two equal, cycles included), vectorised over the windows: the
+    pivot draws depend on the LFSR alone, so they are drawn first, one
+    window after another; then every window assigns its strings at once,
+    position by position (nearest pivot with room, ties to the lowest
+    cluster).
     ``vectorised``: ``None`` (default) runs :func:`schedule` window by window
     on queues of at most :data:`SMALL_QUEUE` windows (faster there: a tile of
     the core is one window) and the vectorised walk on longer ones; ``True``
@@ -158,25 +181,28 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED, vect
         raise ValueError(f"seed must be a nonzero {LFSR_WIDTH}-bit LFSR state, not {seed!r}")
     state = int(seed)
     if n == 0:
-        return np.zeros(0, dtype=np.int64), state
+        return QueueSchedule(np.zeros(0, dtype=np.int64), state, [])
     if vectorised not in (None, True, False):
         raise ValueError(f"vectorised must be None, True or False, not {vectorised!r}")
     if vectorised is None:  # a window or two: :func:`schedule` itself is faster than the vector set-up
         vectorised = n > SMALL_QUEUE * window
     if not vectorised:
         picked: list[int] = []
+        cycles: list[int] = []
         for w0 in range(0, n, window):
             sch = schedule(strings[w0 : w0 + window], seed=state, window=window)
             state = sch.state
             picked += [w0 + pos for cluster in sch.clusters for pos in cluster]
-        return np.asarray(picked, dtype=np.int64), state
+            cycles.append(schedule_cycles(sch, min(window, n - w0)))
+        return QueueSchedule(np.asarray(picked, dtype=np.int64), state, cycles)
     starts = np.arange(0, n, window)
     sizes = np.minimum(window, n - starts)
     n_win = len(starts)
     pivots = np.zeros((n_win, CLUSTERS), dtype=np.int64)
     has_pivot = np.zeros((n_win, CLUSTERS), dtype=bool)
+    draws = np.zeros(n_win, dtype=np.int64)
     for w, m in enumerate(sizes):
-        drawn, state, _ = draw_pivots(int(m), state, max(window, int(m)))
+        drawn, state, draws[w] = draw_pivots(int(m), state, max(window, int(m)))
         pivots[w, : len(drawn)] = drawn
         has_pivot[w, : len(drawn)] = True
     flat = np.zeros(n_win * window, dtype=np.uint64)
@@ -198,4 +224,6 @@ def schedule_order(strings, *, window: int = WINDOW, seed: int = LFSR_SEED, vect
     local = np.argsort(cluster, axis=1, kind="stable")  # clusters in order, queue order within; padding last
     order = (local + starts[:, None]).ravel()
     keep = (np.arange(window)[None, :] < sizes[:, None]).ravel()
-    return order[keep].astype(np.int64), state
+    last = np.where(held > 0, np.arange(CLUSTERS), -1).max(axis=1)  # the last non-empty cluster
+    cycles = (3 * sizes + draws + last + 3).tolist()  # :func:`schedule_cycles`, window by window
+    return QueueSchedule(order[keep].astype(np.int64), state, [int(c) for c in cycles])

@@ -58,8 +58,7 @@ from .checks import check_qk, check_variant
 from .config import LFSR_SEED, PE_LATENCY, RMW_LATENCY, KaleidoConfig, SoftmaxFormat, s_bank, tile_latency
 from .encoding import TAGS, Need, Phase, array_need, pe_need
 from .golden.grouped import grouped_follower_classes, grouped_op_counts
-from .golden.loopnest import unit_order
-from .golden.scheduler import reuse_strings, schedule, schedule_cycles
+from .golden.loopnest import unit_order, unit_schedule
 from .loopnest import batches, chunks, dense_pass_beats, unit_tags
 
 __all__ = [
@@ -417,21 +416,28 @@ def run_model(
 
 
 def _scheduled_batches(Q, K, grid, split, cfg: KaleidoConfig, nest, *, scheduler: bool):
-    """Per batch of ``nest``: ``(batch, tq, tk, perm_r, perm_c)``, the row and
-    column units' tags in queue order and the scheduler's order of each side
-    (:func:`unit_order`, one LFSR per side carried across batches; ``None``
-    without the scheduler)."""
+    """Per batch of ``nest``: ``(batch, tq, tk, perm_r, perm_c, W)``, the row
+    and column units' tags in queue order, the scheduler's order of each
+    side (:func:`unit_schedule`, one LFSR per side carried across batches;
+    ``None`` without the scheduler) and ``W``, the cycles the engine's two
+    schedulers take on the batch (:func:`scheduler_cycles`; ``None``
+    without the scheduler, or when the two sides' windows differ and so
+    cannot run in lockstep)."""
     qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
     kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
     state = {"row": LFSR_SEED, "column": LFSR_SEED}
+    lockstep = cfg.window("row") == cfg.window("column")
     for batch in nest:
         ch = batch.channels
         tq, tk = unit_tags(batch.units, qcls, ch), unit_tags(batch.units, kcls, ch)
-        perm_r = perm_c = None
+        perm_r = perm_c = W = None
         if scheduler:
-            perm_r, state["row"] = unit_order(tq, cfg, "row", state["row"])
-            perm_c, state["column"] = unit_order(tk, cfg, "column", state["column"])
-        yield batch, tq, tk, perm_r, perm_c
+            rows = unit_schedule(tq, cfg, "row", state["row"])
+            cols = unit_schedule(tk, cfg, "column", state["column"])
+            perm_r, state["row"], perm_c, state["column"] = rows.order, rows.state, cols.order, cols.state
+            if lockstep:  # per window the slower side
+                W = sum(map(max, rows.window_cycles, cols.window_cycles))
+        yield batch, tq, tk, perm_r, perm_c, W
 
 
 def _run_scheduled(
@@ -441,7 +447,7 @@ def _run_scheduled(
     n_tok, d = Q.shape
 
     def tags():
-        for _, tq, tk, perm_r, perm_c in sched:
+        for _, tq, tk, perm_r, perm_c, _ in sched:
             yield (tq, tk) if perm_r is None else (tq[perm_r], tk[perm_c])
 
     walk = _walk(tags(), n_batches, cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
@@ -541,32 +547,16 @@ def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> 
     carried across windows and batches."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
-    qcls = grouped_follower_classes(Q, grid, split, cfg.thresholds)
-    kcls = grouped_follower_classes(K, grid, split, cfg.thresholds)
-    state = {"row": LFSR_SEED, "column": LFSR_SEED}
-    window = cfg.window("row")
-    if cfg.window("column") != window:
+    _check_lockstep(cfg)
+    return [W for *_, W in _scheduled_batches(Q, K, grid, split, cfg, batches(cfg, grid, split), scheduler=True)]
+
+
+def _check_lockstep(cfg: KaleidoConfig) -> None:
+    if cfg.window("column") != cfg.window("row"):
         raise ValueError(
             f"the engine's schedulers run in lockstep: the row and column windows must agree, "
-            f"not {window} and {cfg.window('column')}"
+            f"not {cfg.window('row')} and {cfg.window('column')}"
         )
-    out = []
-    for batch in batches(cfg, grid, split):
-        u, ch = batch.units, batch.channels
-        strings = {
-            "row": reuse_strings(unit_tags(u, qcls, ch), cfg.batch),
-            "column": reuse_strings(unit_tags(u, kcls, ch), cfg.batch),
-        }
-        total = 0
-        for win in chunks(len(u), window):
-            side_cycles = []
-            for side in ("row", "column"):
-                sch = schedule(strings[side][win], seed=state[side], window=window)
-                state[side] = sch.state
-                side_cycles.append(schedule_cycles(sch, win.stop - win.start))
-            total += max(side_cycles)
-        out.append(total)
-    return out
 
 
 #: largest head :func:`engine_cycles` lays out tile by tile
@@ -733,7 +723,7 @@ def engine_tiles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list
 def _engine_tiles(sched, cfg: KaleidoConfig) -> list[_BatchTiles]:
     """:func:`engine_tiles` of the batches of :func:`_scheduled_batches`."""
     out = []
-    for batch, tq, tk, perm_r, perm_c in sched:
+    for batch, tq, tk, perm_r, perm_c, _ in sched:
         units_ = np.asarray(batch.units, dtype=np.int64)
         if cfg.n_arrays > 1:
             out.append(_batch_blocks(units_, perm_r, perm_c, tq[perm_r], tk[perm_c], cfg))
@@ -938,13 +928,14 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
         )
     if method not in ("auto", "events"):
         raise ValueError(f"method must be 'auto' or 'events', not {method!r}")
-    # the scheduler's orders once, for the passes (run_model's walk) and the tiles
+    _check_lockstep(cfg)
+    # the scheduler once: its orders for the passes (run_model's walk) and the tiles, its cycles
     sched = list(_scheduled_batches(Q, K, grid, split, cfg, batches(cfg, grid, split), scheduler=True))
     one = cfg.replace(sub_arrays=None)
     res = _run_scheduled(
         Q, K, grid, split, one, sched, len(sched), variant="full", arrays=1, pass_gap=1, progress=None, quality=None
     )
-    W = scheduler_cycles(Q, K, grid, split, cfg)
+    W = [b[-1] for b in sched]
     nb = len(W)
     tiles = _engine_tiles(sched, cfg)
     walk = _engine_walk(tiles, W, cfg, holds=False) if method == "auto" else None

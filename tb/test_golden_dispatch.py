@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 
 from kaleido.config import LFSR_SEED
 from kaleido.golden import Need, Phase, channel_needs, match
-from kaleido.golden.scheduler import draw_pivots, hamming, lfsr_step, reuse_strings, schedule, schedule_order
+from kaleido.golden.scheduler import (
+    draw_pivots,
+    hamming,
+    lfsr_step,
+    reuse_strings,
+    schedule,
+    schedule_cycles,
+    schedule_order,
+    schedule_queue,
+)
 
 
 def test_reuse_strings():
@@ -121,14 +130,18 @@ def test_schedule_order_is_schedule_window_by_window(seed, window):
             np.uint64
         )
         lfsr = int(rng.integers(1, 1 << 16))
+        queues = {v: schedule_queue(strings, window=window, seed=lfsr, vectorised=v) for v in (None, True, False)}
         orders = {v: schedule_order(strings, window=window, seed=lfsr, vectorised=v) for v in (None, True, False)}
-        expect = []
+        expect, cycles = [], []
         for start in range(0, n, window):
             sch = schedule(strings[start : start + window], seed=lfsr, window=window)
             lfsr = sch.state
             expect += [start + p for c in sch.clusters for p in c]
+            cycles.append(schedule_cycles(sch, len(strings[start : start + window])))
         for v, (order, state) in orders.items():
             assert order.tolist() == expect and state == lfsr, (n, window, v)
+            q = queues[v]
+            assert q.order.tolist() == expect and q.state == lfsr and q.window_cycles == cycles, (n, window, v)
     with pytest.raises(ValueError, match="vectorised must be None, True or False, not 'no'"):
         schedule_order([1, 2, 3], vectorised="no")
 
