@@ -25,3 +25,14 @@ def pytest_runtest_makereport(item, call):
     seed_value = getattr(item, "kaleido_seed", None)
     if report.failed and seed_value is not None:
         report.sections.append(("seed", f"reproduce with KALEIDO_SEED={seed_value}"))
+
+
+#: the markers of the long tests (HDL simulations, proofs, tool flows)
+LONG_MARKS = ("rtl", "formal", "toolchain")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long tests first (stable otherwise): with ``pytest -n`` the two
+    workers start on them and finish on the many short ones, instead of one
+    worker running a two-minute simulation alone at the end."""
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_MARKS))

