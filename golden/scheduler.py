@@ -130,8 +130,13 @@ def schedule_cycles(sch: Schedule, m: int) -> int:
     always-valid input and always-ready output: ``m`` (load) + draws + ``m +
     2`` (assign, three pipeline stages) + one cycle per cluster up to the last
     non-empty one + ``m`` (output)."""
-    last = max(j for j, c in enumerate(sch.clusters) if c)
-    return 3 * m + sch.draws + last + 3
+    return _window_cycles(m, sch.draws, max(j for j, c in enumerate(sch.clusters) if c))
+
+
+def _window_cycles(m, draws, last):
+    """:func:`schedule_cycles` from a window's size, LFSR draws and last
+    non-empty cluster (integers, or numpy arrays of them, one per window)."""
+    return 3 * m + draws + last + 3
 
 
 #: queues of at most this many windows are scheduled window by window
@@ -225,5 +230,4 @@ def schedule_queue(
     order = (local + starts[:, None]).ravel()
     keep = (np.arange(window)[None, :] < sizes[:, None]).ravel()
     last = np.where(held > 0, np.arange(CLUSTERS), -1).max(axis=1)  # the last non-empty cluster
-    cycles = (3 * sizes + draws + last + 3).tolist()  # :func:`schedule_cycles`, window by window
-    return QueueSchedule(order[keep].astype(np.int64), state, [int(c) for c in cycles])
+    return QueueSchedule(order[keep].astype(np.int64), state, _window_cycles(sizes, draws, last).tolist())
