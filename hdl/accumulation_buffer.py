@@ -20,6 +20,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_s_sets
 from ..config import RMW_LATENCY, KaleidoConfig, s_bank, s_bank_offset
 from ._common import as_config
 from .encoding import Phase
@@ -97,6 +98,10 @@ class AccumulationBuffer(wiring.Component):
     n_tokens : int
         ``N``, the head's tokens: the banks hold ``N^2`` entries between them
         (``N * ceil(N / s_banks)`` words each).
+    s_sets : int
+        Copies of ``S``: 1, or 2 (each bank two memories, one read and one
+        write port each: tiles go to set ``write_set`` while set
+        ``read_set`` unloads; docs/CORE.md "The S tile's two sets").
 
     Ports
     -----
@@ -113,8 +118,11 @@ class AccumulationBuffer(wiring.Component):
     ``drained`` (out): every pass taken so far has had its last tile (its T3
     tile at the last PE) taken. ``settled`` (out): drained, and every tile is
     in ``S`` (FIFOs and pipelines empty). ``S`` needs no clearing between
-    heads: the head's first batch overwrites it. ``unload`` (in, only while
-    settled): stream ``S`` out. ``s`` (out stream of :func:`score_layout`):
+    heads: the head's first batch overwrites it. ``unload`` (in; with one
+    set only while settled): stream ``S`` out. ``write_set``, ``read_set``
+    (in, with two sets): the set the tiles go to and the set ``unload``
+    streams (the engine's control swaps them only while settled and not
+    unloading). ``s`` (out stream of :func:`score_layout`):
     ``S`` row-major, ``N^2`` words, the first one cycle after ``unload``
     rises (the banks' read ports are synchronous). ``unloaded`` (out): the
     last score is taken this cycle.
@@ -130,8 +138,9 @@ class AccumulationBuffer(wiring.Component):
     in the cycle it is read again is forwarded.
     """
 
-    def __init__(self, config: KaleidoConfig | None = None, n_tokens: int = 32):
+    def __init__(self, config: KaleidoConfig | None = None, n_tokens: int = 32, s_sets: int = 1):
         config = as_config(config)
+        self.s_sets = check_s_sets(s_sets)
         if not isinstance(n_tokens, int) or isinstance(n_tokens, bool):
             raise TypeError(f"n_tokens must be an integer, not {n_tokens!r}")
         if n_tokens < 2:
@@ -155,6 +164,8 @@ class AccumulationBuffer(wiring.Component):
                 "unload": In(1),
                 "s": Out(stream.Signature(score_layout(config.buffer_width()))),
                 "unloaded": Out(1),
+                "write_set": In(1),
+                "read_set": In(1),
                 "writes": Out(write_layout(n_tokens)).array(R, C),
             }
         )
@@ -256,11 +267,15 @@ class AccumulationBuffer(wiring.Component):
         # the read ports serve the unload from its first read until its last word is taken
         unloading = Signal()
         out_valid = Signal()
+        S = self.s_sets
         for b in range(B):
-            bank_mem = Memory(shape=signed(width), depth=words, init=[])
-            m.submodules[f"bank{b}"] = bank_mem
-            rd = bank_mem.read_port()
-            wr = bank_mem.write_port()
+            # one memory per set; the read-modify-write uses the write set's
+            # ports, the unload the read set's read port
+            mems = [Memory(shape=signed(width), depth=words, init=[]) for _ in range(S)]
+            for k, mem in enumerate(mems):
+                m.submodules[f"bank{b}" + (f"_set{k}" if S > 1 else "")] = mem
+            rds = [mem.read_port() for mem in mems]
+            wrs = [mem.write_port() for mem in mems]
             slots = Array(Signal(entry_layout, name=f"fifo{b}_{k}") for k in range(D))
             wr_ptr = Signal(range(D), name=f"fifo{b}_wr")
             rd_ptr = Signal(range(D), name=f"fifo{b}_rd")
@@ -299,19 +314,28 @@ class AccumulationBuffer(wiring.Component):
             last_valid = Signal(name=f"written{b}_valid")
             old = Signal(signed(width), name=f"old{b}")
             # the read in s1's first cycle missed the write of that cycle: forward it
-            m.d.comb += old.eq(Mux(last_valid & (last_offset == s1.offset), last_value, rd.data))
+            if S == 1:
+                rmw_data, unload_data = rds[0].data, rds[0].data
+            else:
+                rmw_data = Mux(self.write_set, rds[1].data, rds[0].data)
+                unload_data = Mux(self.read_set, rds[1].data, rds[0].data)
+            m.d.comb += old.eq(Mux(last_valid & (last_offset == s1.offset), last_value, rmw_data))
             new = Signal(signed(width), name=f"new{b}")
             m.d.comb += new.eq(Mux(s1.first, s1.value, old + s1.value))
-            m.d.comb += [
-                rd.addr.eq(Mux(unloading, unload_offset, head.offset)),
-                rd.en.eq(Mux(unloading, unload_advance, 1)),
-                wr.addr.eq(s1.offset),
-                wr.data.eq(new),
-                wr.en.eq(s1_valid),
-            ]
+            for k, (rd, wr) in enumerate(zip(rds, wrs, strict=True)):
+                # this set's read port serves the unload (with one set: while unloading)
+                serves_unload = unloading if S == 1 else unloading & (self.read_set == k)
+                writes_here = s1_valid if S == 1 else s1_valid & (self.write_set == k)
+                m.d.comb += [
+                    rd.addr.eq(Mux(serves_unload, unload_offset, head.offset)),
+                    rd.en.eq(Mux(serves_unload, unload_advance, 1)),
+                    wr.addr.eq(s1.offset),
+                    wr.data.eq(new),
+                    wr.en.eq(writes_here),
+                ]
             m.d.sync += [last_valid.eq(s1_valid), last_offset.eq(s1.offset), last_value.eq(new)]
             idle.append((count == 0) & ~s1_valid)
-            read_data.append(rd.data)
+            read_data.append(unload_data)
         m.d.comb += [
             self.hold.eq(Cat(*full).any()),
             self.settled.eq(self.drained & Cat(*idle).all()),

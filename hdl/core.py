@@ -179,7 +179,9 @@ class KaleidoAttentionCore(wiring.Component):
         T = core.tile_tokens
         self.feeder = TileFeeder(config, core)
         self.engine: KaleidoEngine | DenseEngine = (
-            KaleidoEngine(config, core.tile) if variant == "kaleido" else DenseEngine(config, core.tile)
+            KaleidoEngine(config, core.tile, core.s_buffers)
+            if variant == "kaleido"
+            else DenseEngine(config, core.tile, core.s_buffers)
         )
         self.softmax = TileSoftmax(config, fmt, lanes=1, rows=T, max_tokens=core.max_tokens)
         self.pv = PvTile(config, core.tile, rows=T, variant=variant, buffers=core.pv_buffers)
@@ -425,8 +427,14 @@ class KaleidoAttentionCore(wiring.Component):
                         m.next = "FEED"
                     with m.Else():
                         m.next = "NEXT"
-            with m.State("FEED"):  # the feeder has V once it is idle again
-                with m.If(feeder.cmd.ready):
+            with m.State("FEED"):
+                # the feeder has V once it is idle again; the P V stage takes
+                # a header once the previous pass-2 tile's P is all in, and
+                # this tile's V may be flagged (v_ready) once that tile's S
+                # is all read (its padding ends after its last P). With one
+                # S set both hold by then; with two the engine takes this
+                # tile's Q K, and the feeder is idle, while they still come
+                with m.If(feeder.cmd.ready & pv.fill_idle & ~v_ready):
                     m.d.sync += [vt.eq(0), vy.eq(0), vx.eq(0), v_word.eq(0), v_line.eq(0), v_plane.eq(0)]
                     m.next = "V_HEAD"
             with m.State("V_HEAD"):

@@ -51,6 +51,10 @@ class DenseEngine(wiring.Component):
         The array size, the batches (``split``, ``batch``), the S banks.
     grid : (int, int, int)
         ``(T, H, W)``: only ``N = T H W`` matters (no reuse, no geometry).
+    s_sets : int
+        Copies of ``S`` in the accumulation buffer: 1, or 2 (the next head
+        loads and computes while this one's ``S`` streams out; as the
+        Kaleido engine's).
 
     Ports
     -----
@@ -78,14 +82,14 @@ class DenseEngine(wiring.Component):
     issued in the same cycle, so passes follow back to back.
     """
 
-    def __init__(self, config: KaleidoConfig | None = None, grid=(2, 4, 4)):
+    def __init__(self, config: KaleidoConfig | None = None, grid=(2, 4, 4), s_sets: int = 1):
         config = as_config(config)
         self._grid = check_dense_engine(config, grid)
         self._config = config
         self.n_tokens = self._grid[0] * self._grid[1] * self._grid[2]
         self.s_width = config.buffer_width()
-        self.accumulator = AccumulationBuffer(config, self.n_tokens)
-        self.control = EngineControl(32)
+        self.accumulator = AccumulationBuffer(config, self.n_tokens, s_sets)
+        self.control = EngineControl(32, s_sets)
         super().__init__(engine_signature(config))
 
     @property
@@ -246,6 +250,8 @@ class DenseEngine(wiring.Component):
             m.d.sync += [fb.eq(0), fi.eq(0), fj.eq(0), q_word.eq(0), k_word.eq(0), fetching.eq(1)]
         m.d.comb += [
             acc.unload.eq(control.unload),
+            acc.write_set.eq(control.write_set),
+            acc.read_set.eq(control.read_set),
             control.loaded.eq(loaded),
             control.done.eq(consume & nxt_final),
             control.drained.eq(acc.settled),

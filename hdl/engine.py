@@ -115,6 +115,11 @@ def s_layout(width: int) -> data.StructLayout:
 class KaleidoEngine(wiring.Component):
     """One head ``S = Q_eff K_eff^T`` for a fixed ``grid`` and ``config``.
 
+    ``s_sets`` (1 or 2): copies of ``S`` in the accumulation buffer. With
+    two, a head's ``S`` streams out while the next head loads and computes
+    into the other set (the attention core's default, ``CoreConfig.s_buffers``;
+    docs/CORE.md "The S tile's two sets").
+
     Ports
     -----
     ``qk`` (in stream of :func:`qk_layout`): Q then K, each token by token
@@ -140,7 +145,7 @@ class KaleidoEngine(wiring.Component):
     ``control`` (:class:`~kaleido.hdl.engine_control.EngineControl`).
     """
 
-    def __init__(self, config: KaleidoConfig | None = None, grid=(2, 4, 4)):
+    def __init__(self, config: KaleidoConfig | None = None, grid=(2, 4, 4), s_sets: int = 1):
         config = as_config(config)
         self._grid = check_engine(config, grid)
         self._config = config
@@ -153,8 +158,8 @@ class KaleidoEngine(wiring.Component):
         self.scheduling = SchedulingStage(config, self._grid)
         self.pass_former = PassFormer(config, self._grid)
         self.arrays = ArraySet(config, self.n_tokens)
-        self.accumulator = AccumulationBuffer(config, self.n_tokens)
-        self.control = EngineControl(32)
+        self.accumulator = AccumulationBuffer(config, self.n_tokens, s_sets)
+        self.control = EngineControl(32, s_sets)
         super().__init__(engine_signature(config))
 
     @property
@@ -211,6 +216,8 @@ class KaleidoEngine(wiring.Component):
             pass_former.scheduled.eq(scheduling.scheduled),
             pass_former.drained.eq(accumulator.drained & arrays.idle),
             accumulator.unload.eq(control.unload),
+            accumulator.write_set.eq(control.write_set),
+            accumulator.read_set.eq(control.read_set),
             control.loaded.eq(head_start),
             control.done.eq(pass_former.done),
             control.drained.eq(accumulator.settled & arrays.idle),

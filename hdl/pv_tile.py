@@ -109,7 +109,9 @@ class PvTile(wiring.Component):
         stage) the fill waits for the passes.
 
     Ports: ``i`` (in stream, :func:`pv_tile_in_layout`): per key tile a
-    header, the V tile, the P tile; ``o`` (out stream,
+    header, the V tile, the P tile; ``fill_idle`` (out): the next beat on
+    ``i`` is taken as a header (the previous key tile's P is all in);
+    ``o`` (out stream,
     :func:`~kaleido.hdl.o_accumulator.o_acc_layout`, ``group`` = the
     channel block of :func:`channel_blocks`): after the final key tile,
     one beat per (row, channel block) of the query tile.
@@ -156,6 +158,7 @@ class PvTile(wiring.Component):
             {
                 "i": In(stream.Signature(pv_tile_in_layout(config.d, self._tile, rows))),
                 "o": Out(stream.Signature(o_acc_layout(acc_width, C, rows, len(self._blocks)))),
+                "fill_idle": Out(1),
             }
         )
 
@@ -257,6 +260,7 @@ class PvTile(wiring.Component):
         tok_end = fx_end & fy_end & ft_end
         fslot_free = ~(full.bit_select(fslot, 1) if NB > 1 else full[0])
         m.d.comb += self.i.ready.eq((state != IDLE) | fslot_free)
+        m.d.comb += self.fill_idle.eq(state == IDLE)
         take = self.i.valid & self.i.ready
         fbank = parity(ft, fy, fx)
         faddr = addr(ft, fy, fx, fH, fWe)

@@ -448,6 +448,12 @@ class CoreConfig:
         fills the next key tile while the current one's passes run; 1 is
         the first core's stage, whose fill waited for the passes
         (docs/CORE.md, "The P V tile stage").
+    s_buffers : int
+        S tiles the Q K^T tile engine's accumulation buffer holds: 2 (the
+        default) reads one tile's S into the softmax while the next tile
+        loads and computes into the other; 1 is the first core's engine,
+        which loaded its next tile once the S tile was read (docs/CORE.md,
+        "The S tile's two sets").
     """
 
     tile: tuple = (2, 4, 8)
@@ -456,6 +462,7 @@ class CoreConfig:
     max_tokens: int = MAX_CORE_TOKENS
     s_pass: str = "recompute"
     pv_buffers: int = 2
+    s_buffers: int = 2
 
     #: bytes of one spilled score (``buffer_width`` bits, 23 at d = 128)
     s_bytes = 3
@@ -478,6 +485,8 @@ class CoreConfig:
         if self.s_pass not in ("spill", "recompute"):
             raise ValueError(f"s_pass must be 'spill' or 'recompute', not {self.s_pass!r}")
         check_pv_buffers(self.pv_buffers)
+        if not is_int(self.s_buffers) or self.s_buffers not in (1, 2):
+            raise ValueError(f"s_buffers must be 1 or 2, not {self.s_buffers!r}")
 
     @property
     def tile_tokens(self) -> int:
@@ -489,7 +498,8 @@ class CoreConfig:
         """Every on-chip buffer: ``words``, ``width`` (bits), ``banks`` and
         ``bits`` in total. Set by the configuration only, never by N: the
         Q tile, two K tiles (double-buffered loads), the V tiles (the
-        feeder's and ``pv_buffers`` in the P V stage), the S tile, the P
+        feeder's and ``pv_buffers`` in the P V stage), the S tiles
+        (``s_buffers``), the P
         tiles (``pv_buffers``), the O accumulators and the per-row softmax
         state (row maximum, sum, reciprocal)."""
         config = config or KaleidoConfig()
@@ -502,7 +512,7 @@ class CoreConfig:
             "q_tile": (t, 8 * d, 1),
             "k_tiles": (2 * t, 8 * d, 2),
             "v_tiles": ((1 + self.pv_buffers) * t, 8 * d, 2),
-            "s_tile": (t * t, score, config.array_rows * config.array_cols),
+            "s_tile": (self.s_buffers * t * t, score, config.array_rows * config.array_cols),
             "p_tile": (self.pv_buffers * t * t, fmt.p_bits, 1),
             "o_acc": (t * d, o_acc, 1),
             "row_state": (t, row, 1),

@@ -1452,7 +1452,9 @@ def core_cycles(
     ``r``; the P V stage's headers once a slot is free (``core.pv_buffers``)
     and its passes after its fill and the previous key tile's passes
     (:func:`pv_tile_run`, as :func:`pv_tile_cycles`);
-    the output scaler's two cycles.
+    the output scaler's two cycles. With two S sets (``core.s_buffers``)
+    the engine hands a tile's S to the unload once the previous tile's is
+    read, and loads the next tile from the cycle after.
 
     ``variant="dense"``: the dense core (docs/CORE.md "The dense core"):
     each S tile takes :func:`dense_engine_cycles`, and every P V pair two
@@ -1501,6 +1503,10 @@ def core_cycles(
     pv_ready = 0  # the first cycle the P V stage takes a header
     last_final = None  # the last final-tile row end the divider saw
     last_write = 0
+    two_sets = core.s_buffers == 2
+    prev_end = -1  # the cycle the previous S tile's last word was taken
+    p_end = -1  # the cycle the previous pass-2 tile's last P entered the P V stage
+    v_end = -1  # the cycle its S tile's last word was taken (padding may follow the last P)
     tiles = []  # (qb, kb, phase), in walk order
     for qi, qb in enumerate(boxes):
         for phase in (0, 1):
@@ -1518,11 +1524,15 @@ def core_cycles(
                 compute[key] = dense_engine_cycles(tt, config).compute
             else:
                 compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
-        first_s = w + 2 + compute[key]  # UNLOAD, then the first read
+        # the handoff to the unload (DRAIN's last cycle): with two S sets
+        # once the previous tile's S is read, then the first read
+        handoff = max(w + compute[key], prev_end) if two_sets else w + compute[key]
+        first_s = handoff + 2
         gate = 0
         if phase:  # FEED -> V_HEAD -> V_ROWS: the header, then the key box's V rows
             n = len(kb.tokens)
-            h = max(feeder_idle + 1, pv_ready)
+            # FEED waits for the feeder and for the previous pass-2 tile's P and S
+            h = max(feeder_idle + 1, pv_ready, p_end + 2, v_end + 2)
             gate = h + n + 1  # v_ready
             state = h + n + 2  # NEXT, then ISSUE
         else:
@@ -1545,7 +1555,10 @@ def core_cycles(
                     last_fwd = t_end
                 t = t_end + (tt - 1 - jl)
             end = t
-        engine_ready = end + 1  # LOAD the cycle after the last word
+        # LOAD: with two S sets the cycle after the handoff, with one the
+        # cycle after the last word
+        engine_ready = handoff + 1 if two_sets else end + 1
+        prev_end = end
         if phase:
             last_fill = last_fwd + TILE_SOFTMAX_LATENCY
             if final_k:
@@ -1555,6 +1568,7 @@ def core_cycles(
                 pv_runs[bkey] = pv_tile_run(V[kb.tokens], kb.shape, rows, pv_config)
             run = pv_runs[bkey]
             last_issue = pv.issue(last_fill, run)
+            p_end, v_end = last_fill, end
             pv_ready = pv.free  # the next header: a free buffer, the fill done
             if final_k:
                 last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, config, pe_latency)

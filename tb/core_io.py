@@ -94,7 +94,8 @@ def run_core(
     digest = hashlib.sha1(repr((image, cmd, stall_seed)).encode()).hexdigest()[:10]
     tile = "x".join(map(str, core.tile))
     dense = "_dense" if variant == "dense" else ""
-    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}{dense}_{digest}"
+    bufs = "" if (core.pv_buffers, core.s_buffers) == (2, 2) else f"_b{core.pv_buffers}{core.s_buffers}"
+    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}{bufs}{dense}_{digest}"
     res = run_cocotb(
         sim,
         CORE_TOP,

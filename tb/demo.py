@@ -68,6 +68,12 @@ def main(argv=None) -> int:
         help="N or RxC: the Q K^T engine's passes on small arrays behind a shared queue (issue 14; "
         "default: one 4x4 array)",
     )
+    ap.add_argument(
+        "--s-buffers",
+        type=int,
+        default=None,
+        help="S tiles in the Q K^T engine: 2 (default) reads one while the next computes; 1 is the first core's",
+    )
     args = ap.parse_args(argv)
     from kaleido.config import PRESETS, CoreConfig, KaleidoConfig
     from kaleido.golden.workloads import synthetic_video
@@ -93,6 +99,8 @@ def main(argv=None) -> int:
             fields["port_bytes"] = args.port_bytes
         if args.latency is not None:
             fields["mem_latency"] = args.latency
+        if args.s_buffers is not None:
+            fields["s_buffers"] = args.s_buffers
         core = CoreConfig(**fields)
         n = int(np.prod(grid))
         if n > core.max_tokens:  # before making the head's tensors

@@ -1666,10 +1666,13 @@ class AccumulationBufferUnload(Harness):
     stream rule holds on ``s``; with ``framing``, ``last`` marks exactly
     every ``N^2``-th word taken (no word lost or repeated within an unload)
     and ``unloaded`` pulses exactly with it. Covers: a whole unload, a
-    stalled word."""
+    stalled word. ``concurrent`` (two S sets): tiles may arrive during the
+    unload, into the other set (assumed, the engine's control: the sets
+    differ while unloading, and the read set holds while a word is out);
+    the same stream rule and framing must hold."""
 
-    def __init__(self, dut: wiring.Component, config: KaleidoConfig, framing: bool = False):
-        self._cfg, self._framing = config, framing
+    def __init__(self, dut: wiring.Component, config: KaleidoConfig, framing: bool = False, concurrent: bool = False):
+        self._cfg, self._framing, self._concurrent = config, framing, concurrent
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
@@ -1679,8 +1682,16 @@ class AccumulationBufferUnload(Harness):
         m.d.sync += held.eq(dut.s.valid & ~dut.s.ready)
         with m.If(held):
             m.d.comb += Assume(dut.unload)
-        with m.If(dut.unload):
-            m.d.comb += [Assume(~dut.tiles[r][c].valid) for r in range(R) for c in range(C)]
+        if not self._concurrent:
+            with m.If(dut.unload):
+                m.d.comb += [Assume(~dut.tiles[r][c].valid) for r in range(R) for c in range(C)]
+        else:  # the engine's control: the sets differ while unloading, the read set holds while a word is out
+            last_read_set = Signal(name="last_read_set")
+            m.d.sync += last_read_set.eq(dut.read_set)
+            with m.If(dut.unload | dut.s.valid):
+                m.d.comb += Assume(dut.write_set != dut.read_set)
+            with m.If(_started(m) & dut.s.valid):
+                m.d.comb += Assume(dut.read_set == last_read_set)
         stream_rule(m, dut.s, "s")
         fire = dut.s.valid & dut.s.ready
         m.d.comb += Assert(dut.unloaded == (fire & dut.s.payload.last))
@@ -2172,10 +2183,10 @@ def _array_set(config: KaleidoConfig) -> wiring.Component:
     return ArraySetQueue(ArraySet(config, n_tokens=4), config)
 
 
-def _buffer(config: KaleidoConfig, n_tokens: int = 2) -> wiring.Component:
+def _buffer(config: KaleidoConfig, n_tokens: int = 2, s_sets: int = 1) -> wiring.Component:
     from kaleido.hdl.accumulation_buffer import AccumulationBuffer
 
-    return AccumulationBuffer(config, n_tokens)
+    return AccumulationBuffer(config, n_tokens, s_sets)
 
 
 #: the core's stages at small sizes: a tile loader of 2 words of 2 beats
@@ -2476,6 +2487,15 @@ PROOFS.update(
             mode="bmc",
             depth=12,
             why="N = 2: an unload is 4 words, so the depth covers two whole unloads with stalls between",
+        ),
+        "accumulation_buffer_unload_two_sets": Proof(
+            "accumulation_buffer_unload_two_sets",
+            lambda: AccumulationBufferUnload(
+                _buffer(SMALL_BUFFER, s_sets=2), SMALL_BUFFER, framing=True, concurrent=True
+            ),
+            mode="bmc",
+            depth=12,
+            why="two S sets: tiles arrive during the unload; as accumulation_buffer_unload",
         ),
         "accumulation_buffer_cover": Proof(
             "accumulation_buffer_cover",

@@ -283,9 +283,38 @@ MUTANTS = [
     Mutant(
         "s_rmw_forward",
         "hdl/accumulation_buffer.py",
-        "Mux(last_valid & (last_offset == s1.offset), last_value, rd.data)",
-        "rd.data",
+        "Mux(last_valid & (last_offset == s1.offset), last_value, rmw_data)",
+        "rmw_data",
         "accumulation buffer",
+    ),
+    # the S tile's two sets (docs/CORE.md "The S tile's two sets")
+    Mutant(
+        "s_sets_handoff_wait",
+        "hdl/engine_control.py",
+        "with m.If(self.drained & (~reading | self.unloaded)):",
+        "with m.If(self.drained):",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "s_sets_unload_set",
+        "hdl/accumulation_buffer.py",
+        "unload_data = Mux(self.read_set, rds[1].data, rds[0].data)",
+        "unload_data = Mux(self.write_set, rds[1].data, rds[0].data)",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "core_feed_waits_for_p",
+        "hdl/core.py",
+        "with m.If(feeder.cmd.ready & pv.fill_idle & ~v_ready):",
+        "with m.If(feeder.cmd.ready & ~v_ready):",
+        "core",
+    ),
+    Mutant(
+        "core_feed_waits_for_s",
+        "hdl/core.py",
+        "with m.If(feeder.cmd.ready & pv.fill_idle & ~v_ready):",
+        "with m.If(feeder.cmd.ready & pv.fill_idle):",
+        "core",
     ),
     Mutant(
         "s_engine_settled",

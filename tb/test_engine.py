@@ -395,3 +395,60 @@ def test_engine_two_heads_one_instance(seed):
         S = decode_scores(res.values, dut.n_tokens, dut.s_width)
         assert np.array_equal(S, grouped_scores(w.q, w.k, grid, split, cfg.thresholds)), f"seed {seed}"
         assert res.compute == engine_cycles(w.q, w.k, grid, split, cfg).compute, f"seed {seed}"
+
+
+@pytest.mark.parametrize("variant", ["kaleido", "dense"])
+@pytest.mark.parametrize("s_sets", [1, 2])
+def test_two_s_sets_overlap_the_unload(variant, s_sets, seed):
+    """Two heads streamed back to back (the next head's words offered
+    from the cycle after the first's): both ``S`` exact, and every event of
+    the head sequence where the attention core's model
+    (:func:`kaleido.model.core_cycles`) puts it. With one S set the second
+    head's first word is taken the cycle after the first's last score;
+    with two (``s_sets=2``) the cycle after the first head's handoff to the
+    unload (the cycle before its first score), and the second head's
+    handoff waits for the first's last score if its compute ends sooner."""
+    from kaleido.hdl.dense_engine import DenseEngine
+    from kaleido.model import dense_engine_cycles
+    from kaleido.tb.engine_io import decode_scores, engine_words
+    from kaleido.tb.kit import StreamSink, StreamSource, run, simulate
+
+    # 32 tokens: the first head's unload (1,024 scores) outlasts the second's load and compute
+    cfg, grid, split = KaleidoConfig(split=(2, 3, 3), batch=4), (2, 4, 4), (2, 3, 3)
+    n = grid[0] * grid[1] * grid[2]
+    heads = [make_workload("video", grid, split, seed), make_workload("constant", grid, split, seed + 1)]
+    if variant == "dense":
+        dut = DenseEngine(cfg, grid, s_sets)
+        ref = [grouped_scores(w.q, w.k, grid, split, ((9, 9),) * 3) for w in heads]  # reuse off
+        compute = [dense_engine_cycles(n, cfg).compute] * 2
+    else:
+        dut = KaleidoEngine(cfg, grid, s_sets)
+        ref = [grouped_scores(w.q, w.k, grid, split, cfg.thresholds) for w in heads]
+        compute = [engine_cycles(w.q, w.k, grid, split, cfg).compute for w in heads]
+    words = [engine_words(w.q, w.k, cfg) for w in heads]
+    n_words = len(words[0])
+
+    async def bench(be):
+        src = StreamSource("qk", words[0] + words[1])
+        sink = StreamSink("s")
+        lasts = lambda: sum(x >> dut.s_width & 1 for x in sink.words)
+        await run(be, sources=[src], sinks=[sink], until=lambda: lasts() == 2, max_cycles=20_000)
+        return src.accepted, sink.cycles, [x & ((1 << dut.s_width) - 1) for x in sink.words], be.get("cycles")
+
+    accepted, out, values, cycles = simulate(dut, bench)
+    label = f"seed {seed} {variant} s_sets={s_sets}"
+    for k in range(2):
+        S = decode_scores(values[k * n * n : (k + 1) * n * n], n, dut.s_width)
+        assert np.array_equal(S, ref[k]), f"{label}: head {k}'s S differs"
+    w1, e1 = accepted[n_words - 1], out[n * n - 1]
+    h1 = w1 + compute[0]  # DRAIN's last cycle: the handoff
+    assert out[0] == h1 + 2 and e1 == h1 + 1 + n * n, f"{label}: head 0's scores at {out[0]}..{e1}"
+    start2 = h1 + 1 if s_sets == 2 else e1 + 1
+    assert accepted[n_words] == start2, f"{label}: head 1's first word at {accepted[n_words]}, not {start2}"
+    w2 = accepted[-1]
+    assert w2 == start2 + n_words - 1
+    h2 = max(w2 + compute[1], e1)
+    assert out[n * n] == h2 + 2, f"{label}: head 1's first score at {out[n * n]}, not {h2 + 2}"
+    assert cycles == h2 - w2, f"{label}: cycles {cycles}, not {h2 - w2}"
+    if s_sets == 2:  # the overlap happened, and the second head's handoff waited for the first's unload
+        assert accepted[n_words] < e1 and w2 + compute[1] < e1
