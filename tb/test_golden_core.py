@@ -104,7 +104,7 @@ def test_buffers_are_bounded_by_the_tile():
         assert st2.bytes_written == 2 * w.n * w.d + 3 * w.n * w.n
     assert peaks == {(core.tile_tokens**2, core.tile_tokens * 128)}
     buf = core.buffers(KaleidoConfig())
-    assert buf["s_tile"]["words"] == core.tile_tokens**2 and buf["s_tile"]["banks"] == 16
+    assert buf["s_tile"]["words"] == core.s_buffers * core.tile_tokens**2 and buf["s_tile"]["banks"] == 16
     assert buf["k_tiles"]["bits"] == 2 * core.tile_tokens * 128 * 8
     assert buf["o_acc"]["width"] == 30  # 32768 * 127 * 128 < 2^29, plus a sign
     assert all(b["bits"] == b["words"] * b["width"] for b in buf.values())
