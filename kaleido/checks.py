@@ -176,13 +176,13 @@ def check_scales(scales) -> tuple[float, float, float]:
     return q, k, v
 
 
-def check_s_sets(sets) -> int:
-    """The S tile's sets in a Q K^T tile engine (``CoreConfig.s_buffers``):
-    1 (unload, then the next tile) or 2 (a tile unloads while the next one
-    loads and computes into the other set)."""
-    if not isinstance(sets, int) or isinstance(sets, bool) or sets not in (1, 2):
-        raise ValueError(f"s_sets must be 1 or 2, not {sets!r}")
-    return sets
+def check_s_sets(sets, name: str = "s_sets") -> int:
+    """The S tile's sets in a Q K^T tile engine (``CoreConfig.s_buffers``,
+    named ``name`` in the message): 1 (unload, then the next tile) or 2 (a
+    tile unloads while the next one loads and computes into the other set)."""
+    if not is_int(sets) or sets not in (1, 2):
+        raise ValueError(f"{name} must be 1 or 2, not {sets!r}")
+    return int(sets)
 
 
 def check_pv_buffers(buffers) -> int:

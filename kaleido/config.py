@@ -12,7 +12,15 @@ import dataclasses
 import math
 import numbers
 
-from .checks import check_group_thresholds, check_pv_buffers, check_side, check_split, check_thresholds, is_int
+from .checks import (
+    check_group_thresholds,
+    check_pv_buffers,
+    check_s_sets,
+    check_side,
+    check_split,
+    check_thresholds,
+    is_int,
+)
 
 __all__ = [
     "KaleidoConfig",
@@ -485,8 +493,7 @@ class CoreConfig:
         if self.s_pass not in ("spill", "recompute"):
             raise ValueError(f"s_pass must be 'spill' or 'recompute', not {self.s_pass!r}")
         check_pv_buffers(self.pv_buffers)
-        if not is_int(self.s_buffers) or self.s_buffers not in (1, 2):
-            raise ValueError(f"s_buffers must be 1 or 2, not {self.s_buffers!r}")
+        check_s_sets(self.s_buffers, "s_buffers")
 
     @property
     def tile_tokens(self) -> int:
