@@ -1758,6 +1758,7 @@ class AccumulationBufferSums(Harness):
         r = self.internal
         width = cfg.buffer_width()
         take = ~dut.hold
+        two = dut.s_sets == 2
         m.d.comb += Assume(~(dut.pass_taken & dut.hold))
         # the unload protocol
         held = Signal(name="s_was_held")
@@ -1765,11 +1766,25 @@ class AccumulationBufferSums(Harness):
         with m.If(held):
             m.d.comb += Assume(dut.unload)
         unloading = dut.unload | dut.s.valid
-        with m.If(dut.unload):
-            m.d.comb += Assume(dut.settled)
-        with m.If(unloading):
-            m.d.comb += Assume(~dut.pass_taken)
-            m.d.comb += [Assume(~dut.tiles[y][x].valid) for y in range(R) for x in range(C)]
+        if not two:
+            with m.If(dut.unload):
+                m.d.comb += Assume(dut.settled)
+            with m.If(unloading):
+                m.d.comb += Assume(~dut.pass_taken)
+                m.d.comb += [Assume(~dut.tiles[y][x].valid) for y in range(R) for x in range(C)]
+        else:
+            # the engine's control (hdl/engine_control.py): the sets change only
+            # while settled, not unloading and with no tile this cycle; while
+            # one set unloads the tiles and passes go on into the other
+            was_write, was_read = Signal(name="was_write_set"), Signal(name="was_read_set")
+            m.d.sync += [was_write.eq(dut.write_set), was_read.eq(dut.read_set)]
+            started = _started(m)
+            changed = started & ((dut.write_set != was_write) | (dut.read_set != was_read))
+            quiet = ~Cat(*[dut.tiles[y][x].valid for y in range(R) for x in range(C)]).any() & ~dut.pass_taken.any()
+            with m.If(changed):
+                m.d.comb += Assume(dut.settled & ~unloading & quiet)
+            with m.If(unloading):
+                m.d.comb += Assume(dut.write_set != dut.read_set)
         stream_rule(m, dut.s, "s")
         fire = dut.s.valid & dut.s.ready
         m.d.comb += Assert(dut.unloaded == (fire & dut.s.payload.last))
@@ -1793,7 +1808,12 @@ class AccumulationBufferSums(Harness):
             m.d.comb += [Assert(dut.drained == (in_flight == 0)), Assert(in_flight == r["in_flight"])]
             m.d.comb += [Assert(ring_write == r["ring_write"])]
             m.d.comb += [Assert(ring[k].as_value() == r[f"in_flight{k}"]) for k in range(RING_DEPTH)]
-        ref = [Signal(signed(width), name=f"ref_s{a}") for a in range(N * N)]
+        # the harness's S: one copy per set; tiles go to the write set's
+        ref_sets = [
+            [Signal(signed(width), name=f"ref_s{a}" if not k else f"ref_set{k}_s{a}") for a in range(N * N)]
+            for k in range(dut.s_sets)
+        ]
+        ref = ref_sets[0] if not two else [Mux(dut.write_set, r1, r0) for r0, r1 in zip(*ref_sets, strict=True)]
         cur: list[Value] = list(ref)
         added = Signal(name="added")
         add_terms = []
@@ -1833,7 +1853,12 @@ class AccumulationBufferSums(Harness):
                     nxt.append(summed)
                 cur = nxt
                 add_terms.append(enable & ~entry.first)
-        m.d.sync += [ref[a].eq(cur[a]) for a in range(N * N)]
+        if not two:
+            m.d.sync += [ref_sets[0][a].eq(cur[a]) for a in range(N * N)]
+        else:
+            for k in range(2):
+                with m.If(dut.write_set == k):
+                    m.d.sync += [ref_sets[k][a].eq(cur[a]) for a in range(N * N)]
         m.d.comb += added.eq(Cat(*add_terms).any())
         # the words out, row-major since the last unload
         word = Signal(range(N * N), name="ref_word")
@@ -1841,10 +1866,11 @@ class AccumulationBufferSums(Harness):
             m.d.sync += word.eq(0)
         with m.Elif(fire):
             m.d.sync += word.eq(word + 1)
+        unloaded_ref = ref_sets[0] if not two else [Mux(dut.read_set, r1, r0) for r0, r1 in zip(*ref_sets, strict=True)]
         if self._sums:
             with m.If(dut.s.valid):
                 m.d.comb += [
-                    Assert(dut.s.payload.value == Array(ref)[word]),
+                    Assert(dut.s.payload.value == Array(unloaded_ref)[word]),
                     Assert(dut.s.payload.last == (word == N * N - 1)),
                 ]
         counts = [r[f"fifo{b}_count"] for b in range(B)]
@@ -1866,6 +1892,19 @@ class AccumulationBufferSums(Harness):
             Cover(dut.unloaded, "unloaded"),
             Cover(one_bank, "one_bank_all_lanes"),
         ]
+        if two:  # the overlap: tiles into a set, the handoff, then tiles into the other set while it unloads
+            tiles_in = Cat(*[dut.tiles[y][x].valid for y in range(R) for x in range(C)]).any() & take
+            filled = Signal(name="cover_filled")  # tiles taken into the write set since the last handoff
+            handed = Signal(name="cover_handed")  # a handoff of a set that had taken tiles
+            with m.If(changed):
+                m.d.sync += [filled.eq(0), handed.eq(handed | filled)]
+            with m.Elif(tiles_in):
+                m.d.sync += filled.eq(1)
+            m.d.comb += [
+                Cover(unloading & tiles_in, "tile_during_unload"),
+                Cover(handed & dut.s.valid & tiles_in, "tile_during_unload_after_handoff"),
+                Cover(dut.s.valid & dut.read_set, "word_of_set1"),
+            ]
 
 
 class SchedulerPartition(Harness):
@@ -2527,6 +2566,14 @@ PROOFS.update(
             why=_BANKED_WHY,
             map_memories=True,
         ),
+        "accumulation_buffer_sums_two_sets": Proof(
+            "accumulation_buffer_sums_two_sets",
+            lambda: AccumulationBufferSums(_buffer(BANKED_BUFFER, s_sets=2), BANKED_BUFFER, routing=False, fifo=False),
+            mode="bmc",
+            depth=_BANKED_DEPTH,
+            why="two S sets: tiles into one set while the other unloads; as sums",
+            map_memories=True,
+        ),
         "accumulation_buffer_sums_short": Proof(
             "accumulation_buffer_sums_short",
             lambda: AccumulationBufferSums(_buffer(BANKED_BUFFER), BANKED_BUFFER, routing=False, fifo=False),
@@ -2550,6 +2597,15 @@ PROOFS.update(
             mode="cover",
             depth=12,
             why="two lanes into one bank, then a third tile: a hold and a full FIFO; a forward; a whole unload",
+            map_memories=True,
+        ),
+        "accumulation_buffer_two_sets_cover": Proof(
+            "accumulation_buffer_two_sets_cover",
+            lambda: AccumulationBufferSums(_buffer(BANKED_BUFFER, s_sets=2), BANKED_BUFFER, routing=False, fifo=False),
+            mode="cover",
+            depth=9,
+            why="sums_two_sets' covers within its depth: tiles into a set, its handoff, then tiles into the other "
+            "set while the first unloads (step 3); a word of set 1; a hold, a full FIFO, a forward",
             map_memories=True,
         ),
         "tile_loader_flow": Proof("tile_loader_flow", lambda: TileLoaderFlow(_loader()), depth=2),

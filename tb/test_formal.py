@@ -171,6 +171,22 @@ FORMAL_MUTANTS = [
         "m.submodules.core = core",
         "array drain",
     ),
+    # the S tile's two sets: the writes go to the set being unloaded; the
+    # read-modify-write reads the set being unloaded
+    Mutant(
+        "s_sets_writes_read_set",
+        "hdl/accumulation_buffer.py",
+        "writes_here = s1_valid if S == 1 else s1_valid & (self.write_set == k)",
+        "writes_here = s1_valid if S == 1 else s1_valid & (self.read_set == k)",
+        "accumulation buffer",
+    ),
+    Mutant(
+        "s_sets_rmw_read_set",
+        "hdl/accumulation_buffer.py",
+        "rmw_data = Mux(self.write_set, rds[1].data, rds[0].data)",
+        "rmw_data = Mux(self.read_set, rds[1].data, rds[0].data)",
+        "accumulation buffer",
+    ),
     # the scheduler's argmin no longer skips a full cluster: a window's
     # nearest cluster overflows its capacity
     Mutant(
@@ -383,6 +399,10 @@ SEEDED = [
     ("s_rmw_forward", "accumulation_buffer_sums"),
     ("s_bank_route", "accumulation_buffer_sums"),
     ("s_rmw_forward", "accumulation_buffer_sums_short"),  # the fast subset's part of sums catches it too
+    # two S sets: the unload reads the write set, the writes go to the read set, the RMW reads the read set
+    ("s_sets_unload_set", "accumulation_buffer_sums_two_sets"),
+    ("s_sets_writes_read_set", "accumulation_buffer_sums_two_sets"),
+    ("s_sets_rmw_read_set", "accumulation_buffer_sums_two_sets"),
     # the pass dispatcher issues a channel past the pass's count
     ("dispatcher_count", "pass_dispatcher_payload"),
     # the core's stages: a wrong request address, an early done, an early response, a lost total
