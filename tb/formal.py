@@ -1780,7 +1780,8 @@ class AccumulationBufferSums(Harness):
             m.d.sync += [was_write.eq(dut.write_set), was_read.eq(dut.read_set)]
             started = _started(m)
             changed = started & ((dut.write_set != was_write) | (dut.read_set != was_read))
-            quiet = ~Cat(*[dut.tiles[y][x].valid for y in range(R) for x in range(C)]).any() & ~dut.pass_taken.any()
+            any_tile = Cat(*[dut.tiles[y][x].valid for y in range(R) for x in range(C)]).any()
+            quiet = ~any_tile & ~dut.pass_taken.any()
             with m.If(changed):
                 m.d.comb += Assume(dut.settled & ~unloading & quiet)
             with m.If(unloading):
@@ -1893,7 +1894,7 @@ class AccumulationBufferSums(Harness):
             Cover(one_bank, "one_bank_all_lanes"),
         ]
         if two:  # the overlap: tiles into a set, the handoff, then tiles into the other set while it unloads
-            tiles_in = Cat(*[dut.tiles[y][x].valid for y in range(R) for x in range(C)]).any() & take
+            tiles_in = any_tile & take
             filled = Signal(name="cover_filled")  # tiles taken into the write set since the last handoff
             handed = Signal(name="cover_handed")  # a handoff of a set that had taken tiles
             with m.If(changed):
