@@ -18,7 +18,7 @@ from kaleido.golden.core import beats_per_row, memory_image
 from kaleido.golden.softmax import head_constant
 from kaleido.tb.engine_io import signed_values
 
-__all__ = ["command_bits", "core_command", "core_head", "decode_o", "run_core", "simulate_core"]
+__all__ = ["bench_o", "command_bits", "core_command", "core_head", "decode_o", "run_core", "simulate_core"]
 
 
 def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
@@ -59,6 +59,14 @@ def decode_o(values, n: int, d: int, width: int) -> np.ndarray:
     if len(values) < n * d:
         raise ValueError(f"expected {n * d} O values, got {len(values)}")
     return signed_values(values[: n * d], width).reshape(n, d)
+
+
+def bench_o(words, width: int, cols: int, n: int, d: int) -> np.ndarray:
+    """O from the core bench's O memory words (``CoreBench``: ``cols``
+    values of ``width`` bits a word, value ``c`` in bits ``c * width``
+    up), as :func:`decode_o` gives it."""
+    mask = (1 << width) - 1
+    return decode_o([(int(w) >> (width * c)) & mask for w in words for c in range(cols)], n, d, width)
 
 
 def run_core(
@@ -112,9 +120,8 @@ def run_core(
     result = {"build_dir": res["build_dir"], "failed": res["failed"] or res["tests"] != 1}
     if out.exists():
         got = json.loads(out.read_text())
-        C = config.array_cols
-        values = [(int(w) >> (bench.width * c)) & ((1 << bench.width) - 1) for w in got["words"] for c in range(C)]
-        result.update(o=decode_o(values, n, d, bench.width), cycles=got["cycles"], seconds=got["seconds"])
+        o = bench_o(got["words"], bench.width, config.array_cols, n, d)
+        result.update(o=o, cycles=got["cycles"], seconds=got["seconds"])
     return result
 
 

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import head_layout
     from kaleido.tb.core_benches import CoreBench, emit_core_bench
-    from kaleido.tb.core_io import command_bits, core_command, decode_o
+    from kaleido.tb.core_io import bench_o, command_bits, core_command
     from kaleido.tb.runner import verilator_env
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -155,13 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
     seconds = time.time() - t0
     cycles = int(re.search(r"cycles (\d+)", text).group(1))  # type: ignore[union-attr]
-    C = config.array_cols
-    words = [int(x) for x in re.findall(r"word (\d+)", text)]
-    values = [(word >> (bench.width * c)) & ((1 << bench.width) - 1) for word in words for c in range(C)]
+    words = re.findall(r"word (\d+)", text)
     ref, _ = core_attention(
         w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
     )
-    bit_exact = len(words) == bench.o_words and bool(np.array_equal(decode_o(values, n, d, bench.width), ref))
+    bit_exact = len(words) == bench.o_words and bool(
+        np.array_equal(bench_o(words, bench.width, config.array_cols, n, d), ref)
+    )
     row: dict = {
         "tokens": n,
         "grid": list(grid),
