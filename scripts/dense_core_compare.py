@@ -20,11 +20,10 @@ from collections import defaultdict
 import numpy as np
 
 from kaleido.config import CoreConfig, KaleidoConfig
-from kaleido.golden.core import core_attention
 from kaleido.hdl.core import KaleidoAttentionCore
 from kaleido.model import core_cycles
 from kaleido.tb.core_buffers import memories
-from kaleido.tb.core_io import core_head, run_core, simulate_core
+from kaleido.tb.core_io import core_head, core_reference, run_core, simulate_core
 
 #: tb/test_core.py's heads: (grid, tile, split, batch)
 SMALL = [
@@ -33,7 +32,6 @@ SMALL = [
     ((2, 4, 4), (2, 2, 4), (4, 4, 4), 4),
     ((2, 2, 4), (2, 2, 4), (11, 10, 11), 8),
 ]
-REUSE_OFF = {"thresholds": ((9, 9),) * 3, "v_full": 9}
 
 
 def one_head(grid, config, core, sim, seed):
@@ -46,8 +44,7 @@ def one_head(grid, config, core, sim, seed):
         else:
             res = run_core(sim, Q, K, V, grid, scales, config, core, variant=variant)
             o, cycles = res["o"], res["cycles"]
-        kw = REUSE_OFF if variant == "dense" else {"thresholds": config.thresholds, "v_full": config.F}
-        ref, _ = core_attention(Q, K, V, grid, config.split, scales=scales, core=core, **kw)
+        ref = core_reference(Q, K, V, grid, scales, config, core, variant=variant)
         row[variant] = cycles
         row[f"{variant}_exact"] = bool(np.array_equal(o, ref))
         row[f"{variant}_model"] = core_cycles(Q, K, V, grid, config, core, variant=variant)

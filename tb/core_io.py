@@ -14,7 +14,7 @@ import pathlib
 import numpy as np
 
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from kaleido.golden.core import beats_per_row, memory_image
+from kaleido.golden.core import beats_per_row, core_attention, memory_image
 from kaleido.golden.softmax import head_constant
 from kaleido.tb.engine_io import signed_values
 
@@ -67,6 +67,27 @@ def bench_o(words, width: int, cols: int, n: int, d: int) -> np.ndarray:
     up), as :func:`decode_o` gives it."""
     mask = (1 << width) - 1
     return decode_o([(int(w) >> (width * c)) & mask for w in words for c in range(cols)], n, d, width)
+
+
+#: The golden walk's thresholds for the dense core: a Hamming threshold of
+#: 9 on 8-bit strings, so no channel is ever reused on Q K^T or on V.
+REUSE_OFF = 9
+
+
+def core_reference(
+    Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, variant: str = "kaleido"
+) -> np.ndarray:
+    """The O a core must write for this head: the tiled golden walk
+    (``golden.core.core_attention``) with the configuration's thresholds
+    and V width, or with reuse off for ``variant="dense"``."""
+    if variant not in ("kaleido", "dense"):
+        raise ValueError(f"variant must be 'kaleido' or 'dense', got {variant!r}")
+    if variant == "dense":
+        thresholds, v_full = ((REUSE_OFF, REUSE_OFF),) * len(config.split), REUSE_OFF
+    else:
+        thresholds, v_full = config.thresholds, config.F
+    o, _ = core_attention(Q, K, V, grid, config.split, scales=scales, core=core, thresholds=thresholds, v_full=v_full)
+    return o
 
 
 def run_core(

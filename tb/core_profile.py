@@ -106,11 +106,10 @@ def module_shares(report: str, verilog: str) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kaleido.golden.core import core_attention
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import head_layout
     from kaleido.tb.core_benches import CoreBench, emit_core_bench
-    from kaleido.tb.core_io import bench_o, command_bits, core_command
+    from kaleido.tb.core_io import bench_o, command_bits, core_command, core_reference
     from kaleido.tb.runner import verilator_env
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -156,9 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.time() - t0
     cycles = int(re.search(r"cycles (\d+)", text).group(1))  # type: ignore[union-attr]
     words = re.findall(r"word (\d+)", text)
-    ref, _ = core_attention(
-        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
     bit_exact = len(words) == bench.o_words and bool(
         np.array_equal(bench_o(words, bench.width, config.array_cols, n, d), ref)
     )

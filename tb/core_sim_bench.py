@@ -30,10 +30,9 @@ GOAL = 200_000
 def measure(grid=(2, 8, 8), sim: str = "verilator", seed: int = 1) -> dict:
     """One head on ``sim``: cycles, the model's, bit-exactness, seconds and
     cycles per second."""
-    from kaleido.golden.core import core_attention
     from kaleido.golden.workloads import synthetic_video
     from kaleido.model import core_cycles
-    from kaleido.tb.core_io import run_core
+    from kaleido.tb.core_io import core_reference, run_core
 
     config, core = KaleidoConfig(), CoreConfig()
     w = synthetic_video("hunyuan", grid, "slow", seed)
@@ -42,9 +41,7 @@ def measure(grid=(2, 8, 8), sim: str = "verilator", seed: int = 1) -> dict:
     wall = time.time() - t0
     if res["failed"] or "o" not in res:
         raise RuntimeError(f"the core simulation failed, see {res['build_dir']}")
-    ref, _ = core_attention(
-        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
     return {
         "simulator": sim,
         "tokens": int(np.prod(grid)),

@@ -39,12 +39,10 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 def reference(w, grid, config, core) -> tuple:
     """O of the tiled golden model, the core's cycles by the model, and the
     dense core's."""
-    from kaleido.golden.core import core_attention
     from kaleido.model import core_cycles
+    from kaleido.tb.core_io import core_reference
 
-    ref, _ = core_attention(
-        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
     model = core_cycles(w.q, w.k, w.v, grid, config, core)
     dense = core_cycles(w.q, w.k, w.v, grid, config, core, variant="dense")
     return ref, model, dense

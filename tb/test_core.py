@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from kaleido.config import CoreConfig, KaleidoConfig
-from kaleido.golden.core import core_attention
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
-from kaleido.tb.core_io import core_head, run_core, simulate_core
+from kaleido.tb.core_io import core_head, core_reference, run_core, simulate_core
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
@@ -41,9 +40,7 @@ def _check_core(grid, tile, config: KaleidoConfig, pv_buffers: int = 2, s_buffer
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64, pv_buffers=pv_buffers, s_buffers=s_buffers)
     Q, K, V, scales = core_head(grid, split, SEED)
     o, cycles = simulate_core(Q, K, V, grid, scales, config, core)
-    ref, _ = core_attention(
-        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(Q, K, V, grid, scales, config, core)
     label = "" if config.sub_arrays is None else f" {config.sub_arrays}"
     assert np.array_equal(o, ref), f"seed {SEED}{label}: {(o != ref).sum()} of {o.size} outputs differ"
     model = core_cycles(Q, K, V, grid, config, core)
@@ -101,15 +98,9 @@ def test_core_with_random_stalls():
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
     o, cycles = simulate_core(Q, K, V, grid, scales, config, core, stall_seed=SEED)
-    ref, _ = core_attention(
-        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(Q, K, V, grid, scales, config, core)
     assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
     assert cycles > core_cycles(Q, K, V, grid, config, core), f"seed {SEED}: the stalls cost nothing"
-
-
-#: the golden model with reuse off (thresholds 9 on Q K^T, FULL threshold 9 on V): what the dense core computes
-REUSE_OFF = {"thresholds": ((9, 9),) * 3, "v_full": 9}
 
 
 @pytest.mark.parametrize(
@@ -131,7 +122,7 @@ def test_dense_core_is_bit_exact(grid, tile, split, batch):
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
     o, cycles = simulate_core(Q, K, V, grid, scales, config, core, variant="dense")
-    ref, _ = core_attention(Q, K, V, grid, split, scales=scales, core=core, **REUSE_OFF)
+    ref = core_reference(Q, K, V, grid, scales, config, core, variant="dense")
     assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
     model = core_cycles(Q, K, V, grid, config, core, variant="dense")
     assert cycles == model, f"seed {SEED}: the dense core took {cycles} cycles, the model says {model}"
@@ -149,7 +140,7 @@ def test_dense_core_on_icarus():
     Q, K, V, scales = core_head(grid, split, SEED)
     res = run_core("icarus", Q, K, V, grid, scales, config, core, variant="dense")
     assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
-    ref, _ = core_attention(Q, K, V, grid, split, scales=scales, core=core, **REUSE_OFF)
+    ref = core_reference(Q, K, V, grid, scales, config, core, variant="dense")
     assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
     assert res["cycles"] == core_cycles(Q, K, V, grid, config, core, variant="dense"), f"seed {SEED}"
 
@@ -174,6 +165,9 @@ def test_core_rejects_an_unknown_variant():
 
     with pytest.raises(ValueError, match="'sparse'"):
         KaleidoAttentionCore(KaleidoConfig(), CoreConfig(), variant="sparse")
+    Q, K, V, scales = core_head((2, 2, 2), (4, 4, 4), SEED)
+    with pytest.raises(ValueError, match="'sparse'"):
+        core_reference(Q, K, V, (2, 2, 2), scales, KaleidoConfig(split=(4, 4, 4)), CoreConfig(), variant="sparse")
 
 
 @pytest.mark.rtl
@@ -198,9 +192,7 @@ def test_core_fast_path(sim, grid, config):
     Q, K, V, scales = core_head(grid, split, SEED)
     res = run_core(sim, Q, K, V, grid, scales, config, core, cxx_opt="-O0")
     assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
-    ref, _ = core_attention(
-        Q, K, V, grid, split, scales=scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(Q, K, V, grid, scales, config, core)
     assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
     assert res["cycles"] == core_cycles(Q, K, V, grid, config, core), f"seed {SEED}"
     if sim == "verilator":
@@ -270,9 +262,7 @@ def test_core_soak():
     w = synthetic_video("hunyuan", grid, "fast", SEED % 1000)
     res = run_core("verilator", w.q, w.k, w.v, grid, w.scales, config, core, stall_seed=SEED)
     assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
-    ref, _ = core_attention(
-        w.q, w.k, w.v, grid, config.split, scales=w.scales, core=core, thresholds=config.thresholds, v_full=config.F
-    )
+    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
     wrong = int((res["o"] != ref).sum())
     print(f"core soak, seed {SEED}: {res['cycles']:,} cycles, {wrong} mismatches")
     assert wrong == 0, f"seed {SEED}: {wrong} outputs differ"
