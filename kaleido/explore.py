@@ -56,7 +56,8 @@ from .explore_model import (
     qk_timing,
     softmax_stage_cycles,
 )
-from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
+from .golden.grouped import check_group_thresholds, grouped_scores, hw_attention, int8_attention
+from .golden.softmax import fixed_softmax
 from .golden.windows import window_bound
 from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
 
@@ -181,6 +182,7 @@ class Candidate:
     adaptive: str | None = None
     #: dB above the floor a ``"group-calibrated"`` candidate chooses at
     margin: float = 0.0
+    pv_small: int | None = None
     rtl: str = "yes"
     area: str = "the built design"
     note: str = ""
@@ -204,6 +206,10 @@ class Candidate:
             raise ValueError(f"adaptive must be one of {ADAPTIVE}, not {self.adaptive!r}")
         if not isinstance(self.margin, (int, float)) or not 0 <= self.margin <= 20:
             raise ValueError(f"margin must be a number of dB in [0, 20], not {self.margin!r}")
+        if self.pv_small is not None and (
+            isinstance(self.pv_small, bool) or not isinstance(self.pv_small, int) or not 1 <= self.pv_small <= 16
+        ):
+            raise ValueError(f"pv_small must be None or an integer in 1..16, not {self.pv_small!r}")
         if self.rtl not in ("yes", "config", "no"):
             raise ValueError(f"rtl must be 'yes', 'config' or 'no', not {self.rtl!r}")
         if self.rows * self.cols * self.arrays != 16:
@@ -498,6 +504,7 @@ def candidates() -> list[Candidate]:
             area=stack_area + "; per-PE issue",
         ),
     ]
+    out += small_p_candidates(out)
     return out
 
 
@@ -554,6 +561,41 @@ def shape_candidates() -> list[Candidate]:
                 )
             )
     return out
+
+
+#: the candidates :func:`small_p_candidates` adds small-P pairing to
+SMALL_P_BASES = (
+    "default",
+    "default 16x 1x1 queue",
+    "stack: adaptive group + 16x 1x1 acc4",
+    "stack: calibrated group +1.5 dB + 16x 1x1 acc4",
+)
+
+
+def small_p_candidates(base: list[Candidate]) -> list[Candidate]:
+    """Small-P pairing on P V (``pv_small=16``, :func:`kaleido.explore_model.pv_timing`)
+    on the candidates of :data:`SMALL_P_BASES` found in ``base``. No RTL. It
+    does not change the output (the same products, two a beat), and a dense
+    array could pair small P the same way: the rows report that array too
+    (``attention_speedup_vs_dense_small``)."""
+    by_name = {c.name: c for c in base}
+    missing = [n for n in SMALL_P_BASES if n not in by_name]
+    if missing:
+        raise ValueError(f"small_p_candidates: no base candidate {missing}")
+    return [
+        dataclasses.replace(
+            by_name[n],
+            name=f"{n} + small-P pairs",
+            family="small-p",
+            pv_small=16,
+            rtl="no",
+            area=by_name[n].area + "; estimate: P V PE with a 4-bit row operand on one multiplier, "
+            "two V values a column beat",
+            note=(by_name[n].note + "; " if by_name[n].note else "")
+            + "P V beats whose P is below 16 at every row pair up, two a beat",
+        )
+        for n in SMALL_P_BASES
+    ]
 
 
 #: transistors of the blocks an array shape is built from, measured with
@@ -671,11 +713,18 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
         passes=passes,
     )
     vf = tuple(F for F, _ in fp) if v_full is None else tuple(int(x) for x in v_full)
-    pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays)
+    p = None if cand.pv_small is None else _p_operand(spec, fp)
+    pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays, p=p, small_p=cand.pv_small)
     sm = softmax_stage_cycles(w.n, w.d)
     psnr, cosine = quality(spec, fp, vf)
     att = qk.cycles + sm + pv["cycles"]
     att_dense = qk.dense_cycles + sm + pv["dense_cycles"]
+    small = {}
+    if cand.pv_small is not None:  # the dense array given the same small-P pairing, for comparison
+        small = {
+            "pv_dense_small_cycles": pv["dense_small_cycles"],
+            "attention_speedup_vs_dense_small": (qk.dense_cycles + sm + pv["dense_small_cycles"]) / att,
+        }
     return {
         "thresholds": [list(x) for x in fp],
         "v_full": list(vf),
@@ -693,7 +742,18 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
         "psnr": psnr,
         "cosine": cosine,
         **{f"qk_{k}_cycles": v for k, v in qk_cycle_budget(qk).items()},
+        **small,
     }
+
+
+@functools.lru_cache(maxsize=4)
+def _p_operand(spec: WorkloadSpec, fp: tuple) -> np.ndarray:
+    """The P operand of a head (the fixed-point softmax of its reuse scores
+    with thresholds ``fp``, :func:`kaleido.golden.softmax.fixed_softmax`):
+    what the small-P pairing (``Candidate.pv_small``) inspects."""
+    w = spec.load()
+    qs, ks, _ = w.scales
+    return fixed_softmax(grouped_scores(w.q, w.k, w.grid, w.split, fp), qs * ks / math.sqrt(w.d)).p
 
 
 @functools.lru_cache(maxsize=4)

@@ -357,13 +357,33 @@ def qk_cycle_budget(t: QkTiming) -> dict:
     }
 
 
-def pv_timing(V, grid, split, config: KaleidoConfig | None = None, v_full=None, *, arrays: int = 1) -> dict:
+def pv_timing(
+    V,
+    grid,
+    split,
+    config: KaleidoConfig | None = None,
+    v_full=None,
+    *,
+    arrays: int = 1,
+    p: np.ndarray | None = None,
+    small_p: int | None = None,
+) -> dict:
     """P V of one head (:func:`kaleido.model.pv_cycles`'s rule) with one FULL
     threshold per group (``v_full``: one or three, default the
     configuration's ``F``), the query blocks dealt to ``arrays`` arrays
-    (every block costs the same beats; more than one array is an estimate,
-    the RTL ``PvArray`` is one array). Returns ``cycles``, ``dense_cycles``,
-    ``beats``, ``dense_beats``."""
+    (round-robin; more than one array is an estimate, the RTL ``PvArray``
+    is one array). Returns ``cycles``, ``dense_cycles``, ``beats``,
+    ``dense_beats``.
+
+    ``small_p`` (with ``p``, the head's P operand, ``(n, N)`` in
+    ``0..127``): the **small-P pairing** candidate (issue 14, no RTL). A
+    beat whose row operand (``r0``, ``r1`` or ``r0 + r1``, as its selects
+    use them) is below ``small_p`` at every row of its query block is
+    *small*: with ``small_p <= 16`` one of the PE's two 8x4 multipliers
+    takes it, so two small beats of one pass share a beat (the column port
+    carries both V values). A pass then takes ``big + ceil(small / 2)``
+    beats, and the cycles depend on P. ``dense_small_cycles`` is the dense
+    array with the same pairing (no reuse), for comparison."""
     as_int8("V", V)
     cfg = config or KaleidoConfig()
     grid = check_grid(grid, V.shape[0])
@@ -371,7 +391,28 @@ def pv_timing(V, grid, split, config: KaleidoConfig | None = None, v_full=None, 
     fs = [cfg.F] * 3 if v_full is None else v_full
     fs = [int(fs)] * 3 if isinstance(fs, (int, np.integer)) else [int(f) for f in fs]
     check_group_thresholds([(f, f) for f in fs])
+    if not isinstance(arrays, (int, np.integer)) or arrays < 1:
+        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
     R, C = cfg.array_rows, cfg.array_cols
+    drain = tile_latency(R - 1, C - 1)
+    if small_p is not None:
+        if p is None:
+            raise ValueError("small_p needs p, the head's P operand")
+        if not isinstance(small_p, (int, np.integer)) or not 1 <= small_p <= 16:
+            raise ValueError(f"small_p must be an integer in 1..16 (a 4-bit row operand), not {small_p!r}")
+        beats = _small_p_block_beats(V, p, grid, split, cfg, fs, small_p)
+        dense_small = _small_p_block_beats(V, p, grid, split, cfg, [9, 9, 9], small_p)
+        plain = pv_timing(V, grid, split, cfg, fs, arrays=arrays)
+
+        def dealt(per_block: np.ndarray) -> int:  # round-robin to arrays; the slowest array ends
+            return int(max(per_block[k::arrays].sum() for k in range(min(arrays, len(per_block)))))
+
+        return {
+            **plain,
+            "cycles": dealt(beats) + 1 + drain,
+            "beats": dealt(beats),
+            "dense_small_cycles": dealt(dense_small) + 1 + drain,
+        }
     per_block = dense = 0
     for (sl, axis), F in zip(group_slices(split), fs, strict=True):
         u = units(grid, axis)
@@ -382,13 +423,48 @@ def pv_timing(V, grid, split, config: KaleidoConfig | None = None, v_full=None, 
             per_block += 2 * len(u) - int(single.sum())
             dense += 2 * len(u) - int((~paired).sum())
     blocks = math.ceil(math.ceil(V.shape[0] / R) / arrays)
-    drain = tile_latency(R - 1, C - 1)
     return {
         "cycles": blocks * per_block + 1 + drain,
         "dense_cycles": blocks * dense + 1 + drain,
         "beats": blocks * per_block,
         "dense_beats": blocks * dense,
     }
+
+
+def _small_p_block_beats(V, p, grid, split, cfg: KaleidoConfig, fs, small_p: int) -> np.ndarray:
+    """Beats of each query block of ``array_rows`` rows under
+    :func:`pv_timing`'s small-P pairing, passes as
+    :func:`kaleido.loopnest.pv_passes` cuts them (``pv_chunk`` units)."""
+    from .loopnest import pv_chunk
+
+    p = np.asarray(p)
+    if p.ndim != 2 or p.shape[1] != V.shape[0] or not np.issubdtype(p.dtype, np.integer):
+        raise ValueError(f"p must be an integer (n, {V.shape[0]}) array, not {p.dtype} {p.shape!r}")
+    if p.size and (p.min() < 0 or p.max() > 127):
+        raise ValueError(f"p must lie in 0..127, not {int(p.min())}..{int(p.max())}")
+    R, C = cfg.array_rows, cfg.array_cols
+    n = p.shape[0]
+    nb = math.ceil(n / R)
+    rows = np.zeros((nb * R, p.shape[1]), np.int64)
+    rows[:n] = p
+    out = np.zeros(nb, np.int64)
+    for (sl, axis), F in zip(group_slices(split), fs, strict=True):
+        u = units(grid, axis)
+        paired = u[:, 1] >= 0
+        full = unit_full(V, u, np.arange(sl.start, sl.stop), F)
+        pa = rows[:, u[:, 0]].reshape(nb, R, len(u))
+        pf = np.where(paired, rows[:, np.maximum(u[:, 1], 0)], 0).reshape(nb, R, len(u))
+        a, f, both = pa.max(axis=1), pf.max(axis=1), (pa + pf).max(axis=1)
+        starts = np.array([c.start for c in chunks(len(u), pv_chunk(cfg))])
+        for cs in chunks(sl.stop - sl.start, C):
+            allf, anyf = full[:, cs].all(axis=1), full[:, cs].any(axis=1)
+            single = ~paired | allf
+            # the first beat's operand: r0 (unpaired, or R0 everywhere), r0 + r1 (SUM), or both (mixed)
+            x1 = np.where(~paired | ~anyf, a, np.where(allf, both, np.maximum(both, a)))
+            small = (x1 < small_p).astype(np.int64) + ((f < small_p) & ~single)
+            beats = np.add.reduceat(np.ones(len(u), np.int64) + ~single, starts)
+            out += (beats[None, :] - np.add.reduceat(small, starts, axis=1) // 2).sum(axis=1)
+    return out
 
 
 def softmax_stage_cycles(n: int, d: int) -> int:
