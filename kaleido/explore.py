@@ -589,8 +589,8 @@ def small_p_candidates(base: list[Candidate]) -> list[Candidate]:
             family="small-p",
             pv_small=16,
             rtl="no",
-            area=by_name[n].area + "; estimate: P V PE with a 4-bit row operand on one multiplier, "
-            "two V values a column beat",
+            area=by_name[n].area + "; not synthesized: per multiplier a 2:1 operand swap (V into the 9-bit "
+            "port, a P below 16 into the 5-bit one), 8 more column-port bits for the second V value",
             note=(by_name[n].note + "; " if by_name[n].note else "")
             + "P V beats whose P is below 16 at every row pair up, two a beat",
         )

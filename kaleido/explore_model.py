@@ -379,9 +379,12 @@ def pv_timing(
     ``0..127``): the **small-P pairing** candidate (issue 14, no RTL). A
     beat whose row operand (``r0``, ``r1`` or ``r0 + r1``, as its selects
     use them) is below ``small_p`` at every row of its query block is
-    *small*: with ``small_p <= 16`` one of the PE's two 8x4 multipliers
-    takes it, so two small beats of one pass share a beat (the column port
-    carries both V values). A pass then takes ``big + ceil(small / 2)``
+    *small*. The PE's two multipliers are 9-bit row operand x 5-bit
+    nibble of V (``hdl/pe.py``); with the operands swapped (V into the
+    9-bit port, a P below 16 into the 5-bit port) each computes a whole
+    ``x * V`` of a small beat, so two small beats of one pass share a beat:
+    the row port carries both operands (in ``r0``, ``r1``), the column port
+    both V values (8 more bits a column), and the products add unshifted. A pass then takes ``big + ceil(small / 2)``
     beats, and the cycles depend on P. ``dense_small_cycles`` is the dense
     array with the same pairing (no reuse), for comparison."""
     as_int8("V", V)
