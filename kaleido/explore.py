@@ -595,6 +595,19 @@ def small_p_candidates(base: list[Candidate]) -> list[Candidate]:
             + "P V beats whose P is below 16 at every row pair up, two a beat",
         )
         for n in SMALL_P_BASES
+    ] + [
+        dataclasses.replace(
+            by_name[n],
+            name=f"{n} + small-P pairs, V exact",
+            family="small-p",
+            v_full=(9, 9, 9),
+            pv_small=16,
+            rtl="no",
+            area=by_name[n].area + "; not synthesized: as the small-P pairs candidates, V reuse off",
+            note="small-P pairing with V reuse off (V's FULL threshold 9): the pairing does the P V work, "
+            "and the quality V reuse cost goes to Q K^T's thresholds",
+        )
+        for n in SMALL_P_BASES[2:]
     ]
 
 
