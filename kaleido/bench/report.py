@@ -1133,9 +1133,10 @@ def exploration(rep, plt):
         ax.set_ylabel(f"{label} speedup over dense (geomean)")
         ax.set_title(label, fontsize=9)
         ax.set_ylim(0.9, max(2.1, max(y) * 1.05))
-    axes[1].legend(fontsize=7, loc="upper right")
+    handles, labels = axes[1].get_legend_handles_labels()  # below the plots: it would hide the points
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=3)
     fig.suptitle("Exploration frontier (tuning set; dashed: 40 dB floor, dotted: the 2x goal)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(os.path.join(rep.out, "exploration_frontier.png"), dpi=110)
     plt.close(fig)
     top = [n for n in ranking[:6]]
