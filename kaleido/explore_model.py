@@ -403,8 +403,7 @@ def pv_timing(
             raise ValueError("small_p needs p, the head's P operand")
         if not isinstance(small_p, (int, np.integer)) or not 1 <= small_p <= 16:
             raise ValueError(f"small_p must be an integer in 1..16 (a 4-bit row operand), not {small_p!r}")
-        beats = _small_p_block_beats(V, p, grid, split, cfg, fs, small_p)
-        dense_small = _small_p_block_beats(V, p, grid, split, cfg, [9, 9, 9], small_p)
+        beats, dense_small = _small_p_block_beats(V, p, grid, split, cfg, (fs, [9, 9, 9]), small_p)
         plain = pv_timing(V, grid, split, cfg, fs, arrays=arrays)
 
         def dealt(per_block: np.ndarray) -> int:  # round-robin to arrays; the slowest array ends
@@ -434,10 +433,12 @@ def pv_timing(
     }
 
 
-def _small_p_block_beats(V, p, grid, split, cfg: KaleidoConfig, fs, small_p: int) -> np.ndarray:
+def _small_p_block_beats(V, p, grid, split, cfg: KaleidoConfig, fs_list, small_p: int) -> np.ndarray:
     """Beats of each query block of ``array_rows`` rows under
     :func:`pv_timing`'s small-P pairing, passes as
-    :func:`kaleido.loopnest.pv_passes` cuts them (``pv_chunk`` units)."""
+    :func:`kaleido.loopnest.pv_passes` cuts them (``pv_chunk`` units):
+    int64 ``(len(fs_list), blocks)``, a row per list of V FULL thresholds
+    (one per group), sharing the P gathers."""
     from .loopnest import pv_chunk
 
     p = np.asarray(p)
@@ -450,23 +451,24 @@ def _small_p_block_beats(V, p, grid, split, cfg: KaleidoConfig, fs, small_p: int
     nb = math.ceil(n / R)
     rows = np.zeros((nb * R, p.shape[1]), np.int64)
     rows[:n] = p
-    out = np.zeros(nb, np.int64)
-    for (sl, axis), F in zip(group_slices(split), fs, strict=True):
+    out = np.zeros((len(fs_list), nb), np.int64)
+    for g, (sl, axis) in enumerate(group_slices(split)):
         u = units(grid, axis)
         paired = u[:, 1] >= 0
-        full = unit_full(V, u, np.arange(sl.start, sl.stop), F)
         pa = rows[:, u[:, 0]].reshape(nb, R, len(u))
         pf = np.where(paired, rows[:, np.maximum(u[:, 1], 0)], 0).reshape(nb, R, len(u))
         a, f, both = pa.max(axis=1), pf.max(axis=1), (pa + pf).max(axis=1)
         starts = np.array([c.start for c in chunks(len(u), pv_chunk(cfg))])
-        for cs in chunks(sl.stop - sl.start, C):
-            allf, anyf = full[:, cs].all(axis=1), full[:, cs].any(axis=1)
-            single = ~paired | allf
-            # the first beat's operand: r0 (unpaired, or R0 everywhere), r0 + r1 (SUM), or both (mixed)
-            x1 = np.where(~paired | ~anyf, a, np.where(allf, both, np.maximum(both, a)))
-            small = (x1 < small_p).astype(np.int64) + ((f < small_p) & ~single)
-            beats = np.add.reduceat(np.ones(len(u), np.int64) + ~single, starts)
-            out += (beats[None, :] - np.add.reduceat(small, starts, axis=1) // 2).sum(axis=1)
+        for k, fs in enumerate(fs_list):
+            full = unit_full(V, u, np.arange(sl.start, sl.stop), fs[g])
+            for cs in chunks(sl.stop - sl.start, C):
+                allf, anyf = full[:, cs].all(axis=1), full[:, cs].any(axis=1)
+                single = ~paired | allf
+                # the first beat's operand: r0 (unpaired, or R0 everywhere), r0 + r1 (SUM), or both (mixed)
+                x1 = np.where(~paired | ~anyf, a, np.where(allf, both, np.maximum(both, a)))
+                small = (x1 < small_p).astype(np.int64) + ((f < small_p) & ~single)
+                beats = np.add.reduceat(np.ones(len(u), np.int64) + ~single, starts)
+                out[k] += (beats[None, :] - np.add.reduceat(small, starts, axis=1) // 2).sum(axis=1)
     return out
 
 
