@@ -38,7 +38,9 @@ def _check_pass_stream(slots, needs, phase, n):
 class Beat(typing.NamedTuple):
     """One unskewed input beat of the array (spec sec. 7): control, per row
     ``r0, r1, q0, q1`` and per column ``k`` (the 8-bit port as uint8),
-    ``k0, k1``. ``slot = 0, last = 1`` is the marker of a phase without slots."""
+    ``k0, k1``. ``slot = 0, last = 1`` is the marker of a phase without slots.
+    ``kb`` (per column, uint8, ``None`` = zeros): the second V value of a
+    paired P V beat (``pv = 1``, ``kind`` DUAL_LO: small-P pairing)."""
 
     slot: int
     kind: int
@@ -52,6 +54,7 @@ class Beat(typing.NamedTuple):
     k0: np.ndarray
     k1: np.ndarray
     pv: int = 0  # P V mode: k0 is a PvSelect (kaleido.encoding)
+    kb: np.ndarray | None = None
 
 
 def pass_beats(A, q, B, k, slots, *, accumulators: int = 3, rows_present=None, cols_present=None) -> list:
@@ -113,7 +116,10 @@ def run_beats(beats, rows: int, cols: int, *, accumulators: int = 3, acc_width: 
     out = []
     for b in beats:
         if b.slot:
-            if b.pv:
+            if b.pv and b.kind == SlotKind.DUAL_LO:
+                kb = np.zeros(cols, np.int8) if b.kb is None else b.kb.view(np.int8)
+                pe.step_pv_pair(b.r0, b.r1, b.k.view(np.int8), kb, b.k0, b.k1)
+            elif b.pv:
                 pe.step_pv(b.r0, b.r1, b.k.view(np.int8), b.k0)
             else:
                 pe.step(b.phase, b.kind, b.r0, b.r1, b.k.view(np.int8), b.q0, b.q1, b.k0, b.k1)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..encoding import Part, Phase, PvSelect, SlotKind, check_accumulators, register_parts
 
-__all__ = ["PEModel", "wrap"]
+__all__ = ["PEModel", "wrap", "pv_row_sum", "pv_pair_operand"]
 
 # lookup table [accumulators][phase, q, k, register] -> Part
 _REGS = {
@@ -25,6 +25,33 @@ def wrap(x: np.ndarray, width: int | None) -> np.ndarray:
         return x
     m = 1 << width
     return ((x + (m >> 1)) % m) - (m >> 1)
+
+
+def pv_row_sum(r0, r1, pair: bool) -> np.ndarray:
+    """The row port's pre-add field ``s`` of a P V beat (the dispatcher
+    sends it, ``kaleido.hdl.layouts.ROW``): ``r0 + r1``, or in a paired
+    beat (small-P pairing, ``KaleidoConfig.pv_pairs``) the two 4-bit sums
+    of the nibbles, low nibbles in bits 0-3 and high in 4-7: ``(r0 + r1)
+    mod 16`` of each half."""
+    r0 = np.asarray(r0, dtype=np.int64)
+    r1 = np.asarray(r1, dtype=np.int64)
+    if not pair:
+        return r0 + r1
+    return ((r0 + r1) & 0xF) | ((((r0 >> 4) + (r1 >> 4)) & 0xF) << 4)
+
+
+def pv_pair_operand(r0, r1, sel, half: int) -> np.ndarray:
+    """One half's 4-bit row operand of a paired P V beat: ``sel`` (a
+    :class:`~kaleido.encoding.PvSelect`, per column) picks the half's
+    nibble of ``r0``, ``r1`` or the pre-add (:func:`pv_row_sum`), or 0;
+    ``half`` 0 is the low nibbles, 1 the high. Rows along axis 0, columns
+    along axis 1."""
+    u0 = np.asarray(r0, dtype=np.int64) & 0xFF
+    u1 = np.asarray(r1, dtype=np.int64) & 0xFF
+    s = pv_row_sum(u0, u1, True)
+    x0, x1, xs = ((v >> (4 * half)) & 0xF for v in (u0, u1, s))
+    sel = np.asarray(sel)
+    return np.select([sel == PvSelect.R0, sel == PvSelect.R1, sel == PvSelect.SUM], [x0, x1, xs], 0)
 
 
 class PEModel:
@@ -75,6 +102,20 @@ class PEModel:
         sel = np.asarray(sel)[None, :]
         x = np.select([sel == PvSelect.R0, sel == PvSelect.R1, sel == PvSelect.SUM], [r0, r1, r0 + r1], 0)
         self.regs[0] = wrap(self.regs[0] + x * np.asarray(k, dtype=np.int64)[None, :], self.acc_width)
+
+    def step_pv_pair(self, r0, r1, k, kb, k0, k1):
+        """A paired P V slot (small-P pairing, ``KaleidoConfig.pv_pairs``):
+        two small beats in one. Each PE adds ``x_a * k + x_b * kb`` to R0,
+        ``x_a`` the low-nibble operand its column's ``k0`` selects and
+        ``x_b`` the high-nibble one ``k1`` selects (:func:`pv_pair_operand`):
+        each multiplier takes V (int8) in its 9-bit port and a 4-bit P in
+        its 5-bit port."""
+        r0 = np.asarray(r0)[:, None]
+        r1 = np.asarray(r1)[:, None]
+        x_a = pv_pair_operand(r0, r1, np.asarray(k0)[None, :], 0)
+        x_b = pv_pair_operand(r0, r1, np.asarray(k1)[None, :], 1)
+        add = x_a * np.asarray(k, dtype=np.int64)[None, :] + x_b * np.asarray(kb, dtype=np.int64)[None, :]
+        self.regs[0] = wrap(self.regs[0] + add, self.acc_width)
 
     def end_phase(self, phase) -> np.ndarray:
         phase = Phase(phase)

@@ -15,8 +15,11 @@ __all__ = ["ROW", "COL", "CTL", "tile_layout", "slot_layout"]
 ROW = data.StructLayout({"r0": signed(8), "r1": signed(8), "s": signed(9), "q0": Tag, "q1": Tag})
 
 #: one column port: 8 bits (int8 in FULL8; two low nibbles in DUAL_LO) and
-#: the column follower's class for each of the (up to two) channels
-COL = data.StructLayout({"k": 8, "k0": Tag, "k1": Tag})
+#: the column follower's class for each of the (up to two) channels; ``kb``
+#: is the second V value of a paired P V beat (small-P pairing,
+#: ``KaleidoConfig.pv_pairs``; 0 otherwise, and synthesis removes it when
+#: nothing drives it)
+COL = data.StructLayout({"k": 8, "k0": Tag, "k1": Tag, "kb": 8})
 
 #: control that travels with the row operands: ``slot`` = 1 when the beat
 #: carries a slot (0: a bubble), ``kind`` 0 = FULL8 / 1 = DUAL_LO, ``phase``

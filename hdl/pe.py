@@ -33,6 +33,15 @@ class KaleidoPE(wiring.Component):
     row operand; such beats are FULL8 in phase T3, so ``last`` drains R0
     and clears it, leaving R1..R3 alone.
 
+    Paired P V mode (``config.pv_pairs``, a P V beat of kind DUAL_LO:
+    small-P pairing, issue 14): two small beats in one. The row port's
+    ``r0``, ``r1`` and ``s`` carry one 4-bit operand of each beat (low
+    nibbles: beat A, high: beat B), the column port beat A's V in ``k``
+    and select in ``k0``, beat B's in ``kb`` and ``k1``. The operands
+    swap ports: each multiplier takes a V (int8) in its 9-bit port and its
+    beat's selected 4-bit P in its 5-bit port, and R0 adds both products
+    unshifted (:meth:`kaleido.golden.pe.PEModel.step_pv_pair`).
+
     Parameters
     ----------
     config : KaleidoConfig
@@ -76,6 +85,20 @@ class KaleidoPE(wiring.Component):
         (:data:`kaleido.config.PE_LATENCY`)."""
         return PE_LATENCY
 
+    @staticmethod
+    def _nibble_operand(m: Module, sel, row, lo: int, name: str) -> Signal:
+        """A paired beat's 4-bit P: bits ``lo..lo+3`` of ``r0``, ``r1`` or
+        ``s`` as ``sel`` (a PvSelect) says, 0 for SKIP."""
+        x = Signal(4, name=name)
+        with m.Switch(sel):
+            with m.Case(PvSelect.R0):
+                m.d.comb += x.eq(row.r0[lo : lo + 4])
+            with m.Case(PvSelect.R1):
+                m.d.comb += x.eq(row.r1[lo : lo + 4])
+            with m.Case(PvSelect.SUM):
+                m.d.comb += x.eq(row.s[lo : lo + 4])
+        return x
+
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
@@ -113,12 +136,31 @@ class KaleidoPE(wiring.Component):
             return op
 
         a_op, b_op = operand(sel_a, "a_op"), operand(sel_b, "b_op")
-        # multiplier A: a_op * lo(k), unsigned nibble -> 14-bit signed product
-        mul_a = Signal(signed(14))
-        m.d.comb += mul_a.eq(a_op * Cat(col.k[0:4], Const(0, 1)).as_signed())
-        # multiplier B: b_op * nib; nib signed k[7:4] in FULL8, unsigned in DUAL_LO
+        # multiplier A's nibble port: the unsigned lo(k)
+        nib_a = Signal(signed(5))
+        m.d.comb += nib_a.eq(Cat(col.k[0:4], Const(0, 1)).as_signed())
+        # multiplier B's: signed k[7:4] in FULL8, unsigned in DUAL_LO
         nib = Signal(signed(5))
         m.d.comb += nib.eq(Mux(dual, Cat(col.k[4:8], Const(0, 1)), Cat(col.k[4:8], col.k[7])).as_signed())
+        if cfg.pv_pairs:
+            # paired P V beat: V into the 9-bit ports, each beat's 4-bit P
+            # (its nibble of r0, r1 or s, as k0 / k1 select) into the 5-bit ones
+            pair = pv & dual
+            x_a = self._nibble_operand(m, col.k0, row, 0, "x_a")
+            x_b = self._nibble_operand(m, col.k1, row, 4, "x_b")
+            a_in, b_in = Signal(signed(9)), Signal(signed(9))
+            nib_a_in, nib_b_in = Signal(signed(5)), Signal(signed(5))
+            m.d.comb += [
+                a_in.eq(Mux(pair, col.k.as_signed(), a_op)),
+                b_in.eq(Mux(pair, col.kb.as_signed(), b_op)),
+                nib_a_in.eq(Mux(pair, Cat(x_a, Const(0, 1)), nib_a)),
+                nib_b_in.eq(Mux(pair, Cat(x_b, Const(0, 1)), nib)),
+            ]
+            a_op, b_op, nib_a, nib = a_in, b_in, nib_a_in, nib_b_in
+        # multiplier A: a_op * nib_a -> 14-bit signed product
+        mul_a = Signal(signed(14))
+        m.d.comb += mul_a.eq(a_op * nib_a)
+        # multiplier B: b_op * nib
         mul_b = Signal(signed(14))
         m.d.comb += mul_b.eq(b_op * nib)
 

@@ -2,11 +2,11 @@
 out, with the V reuse detector in front (docs/DESIGN.md, "P V on the
 array"; the rule is :mod:`kaleido.golden.pv`'s)."""
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig
+from ..config import SMALL_P, KaleidoConfig
 from ._common import as_config
 from .detector import ReuseDetector
 from .encoding import Phase, PvSelect, SlotKind, Tag
@@ -98,25 +98,145 @@ class PvDispatcher(wiring.Component):
                 m.d.comb += all_full.eq(0)
         single = absent | all_full
         second = Signal()  # the second beat of a two-beat unit is next
-        final = single | second
         beat = self.beats.payload
+        # the unit's two halves: the first on V[a] (SUM at FULL columns, R0
+        # elsewhere; R0 everywhere when unpaired), the second on V[f]
+        sel1 = [Mux(absent, PvSelect.R0, Mux(full[c], PvSelect.SUM, PvSelect.R0)) for c in range(C)]
+        sel2 = [Mux(full[c], PvSelect.SKIP, PvSelect.R1) for c in range(C)]
         m.d.comb += [
             self.beats.valid.eq(det.o.valid),
-            det.o.ready.eq(self.beats.ready & final),
             beat.ctl.slot.eq(1),
-            beat.ctl.kind.eq(SlotKind.FULL8),
             beat.ctl.phase.eq(Phase.T3),
             beat.ctl.pv.eq(1),
+        ]
+        if not cfg.pv_pairs:
+            final = single | second
+            m.d.comb += [
+                det.o.ready.eq(self.beats.ready & final),
+                beat.ctl.kind.eq(SlotKind.FULL8),
+                beat.ctl.last.eq(side.last & final),
+            ]
+            for r in range(R):
+                m.d.comb += [
+                    beat.rows[r].r0.eq(side.p_a[r]),
+                    beat.rows[r].r1.eq(side.p_f[r]),
+                    beat.rows[r].s.eq(pre[r]),
+                ]
+            for c in range(C):
+                m.d.comb += [
+                    beat.cols[c].k.eq(Mux(second, side.v_f[c], o.anchor[c])),
+                    beat.cols[c].k0.eq(Mux(second, sel2[c], sel1[c])),
+                ]
+            with m.If(self.beats.valid & self.beats.ready):
+                m.d.sync += second.eq(~final)
+            return m
+        self._pairing(m, det, side, pre, single, second, sel1, sel2)
+        return m
+
+    def _pairing(self, m: Module, det, side, pre, single, second, sel1, sel2) -> None:
+        """Small-P pairing (``config.pv_pairs``; the rule is
+        :func:`kaleido.golden.pv.pair_pass`'s): a half is *small* when each
+        column that selects an operand and whose V is not 0 has that
+        operand below 16 at every row. One small half may be held back
+        (``pend``: its rows' nibbles, its columns' V and selects); a beat
+        is one half (FULL8) or two small halves (DUAL_LO: half A's nibbles
+        low, V in ``k``, select in ``k0``; half B's high, ``kb``, ``k1``)."""
+        cfg = self._config
+        R, C = cfg.array_rows, cfg.array_cols
+        beat = self.beats.payload
+        u = self.units.payload
+        o = det.o.payload
+        # does some row's r0 / r1 / r0 + r1 reach 16: registered with the unit
+        big_a, big_f, big_s = Signal(), Signal(), Signal()
+        with m.If(det.i.valid & det.i.ready):
+            m.d.sync += [
+                big_a.eq(Cat(*(u.p_a[r] >= SMALL_P for r in range(R))).any()),
+                big_f.eq(Cat(*(u.p_f[r] >= SMALL_P for r in range(R))).any()),
+                big_s.eq(Cat(*((u.p_a[r] + u.p_f[r]) >= SMALL_P for r in range(R))).any()),
+            ]
+
+        def small(vs, sels):
+            bad = []
+            for v, sel in zip(vs, sels, strict=True):
+                big = Mux(sel == PvSelect.R0, big_a, Mux(sel == PvSelect.R1, big_f, (sel == PvSelect.SUM) & big_s))
+                bad.append((v != 0) & big)
+            return ~Cat(*bad).any()
+
+        v1 = [o.anchor[c] for c in range(C)]
+        v2 = [side.v_f[c] for c in range(C)]
+        s1, s2 = Signal(), Signal()
+        m.d.comb += [s1.eq(small(v1, sel1)), s2.eq(small(v2, sel2))]
+        two = ~single
+
+        # the held half: its rows' nibbles (and their 5-bit sum), V, selects
+        nib = data.StructLayout({"r0": 4, "r1": 4, "s": 5})
+        pend_valid = Signal()
+        pend_rows = Signal(data.ArrayLayout(nib, R))
+        pend_v = Signal(data.ArrayLayout(signed(8), C))
+        pend_sel = Signal(data.ArrayLayout(PvSelect, C))
+        cur = Signal(data.ArrayLayout(nib, R))
+        for r in range(R):
+            m.d.comb += [
+                cur[r].r0.eq(side.p_a[r][0:4]),
+                cur[r].r1.eq(side.p_f[r][0:4]),
+                cur[r].s.eq(side.p_a[r][0:4] + side.p_f[r][0:4]),
+            ]
+        paired_done = Signal()  # the unit's small half went with ``pend``: its big one is next
+
+        # the cycle's choice: ``pair`` (two halves) or one; ``a_pend``: the
+        # (first) half is the held one; ``use_h2``: the unit's half in use
+        # (alone, or the pair's second) is its second; ``final``: the unit
+        # is done; ``store``: its small half is held back; ``drop``: the
+        # held half is issued
+        pair, a_pend, use_h2, final, store, drop, flush = (
+            Signal(name=n) for n in ("pair", "a_pend", "use_h2", "final", "store", "drop", "flush")
+        )
+        m.d.comb += flush.eq(side.last & pend_valid & ~((~two & s1) | (two & (s1 ^ s2))))
+        with m.If(second):
+            m.d.comb += [use_h2.eq(~paired_done | s1), final.eq(1)]
+        with m.Elif(flush):
+            m.d.comb += [a_pend.eq(1), drop.eq(1)]
+        with m.Elif(~two):
+            m.d.comb += [final.eq(1), pair.eq(s1 & pend_valid), a_pend.eq(s1 & pend_valid), drop.eq(s1 & pend_valid)]
+        with m.Elif(s1 & s2):
+            m.d.comb += [final.eq(1), pair.eq(1), use_h2.eq(1)]
+        with m.Elif((s1 ^ s2) & pend_valid):
+            m.d.comb += [pair.eq(1), a_pend.eq(1), use_h2.eq(s2), drop.eq(1)]
+        with m.Elif((s1 ^ s2) & ~side.last):
+            m.d.comb += [use_h2.eq(s1), store.eq(1), final.eq(1)]
+        m.d.comb += [
+            det.o.ready.eq(self.beats.ready & final),
+            beat.ctl.kind.eq(Mux(pair, SlotKind.DUAL_LO, SlotKind.FULL8)),
             beat.ctl.last.eq(side.last & final),
         ]
+        # the unit's half in use
+        hv = [Mux(use_h2, v2[c], v1[c]) for c in range(C)]
+        hsel = [Mux(use_h2, sel2[c], sel1[c]) for c in range(C)]
+        # rows and columns as Mux expressions, not If blocks: the payload
+        # then stays a wire of continuous assignments in the emitted Verilog
+        # (an If makes it a reg whose constant fields Icarus leaves X)
         for r in range(R):
-            m.d.comb += [beat.rows[r].r0.eq(side.p_a[r]), beat.rows[r].r1.eq(side.p_f[r]), beat.rows[r].s.eq(pre[r])]
-        for c in range(C):
-            first_sel = Mux(absent, PvSelect.R0, Mux(full[c], PvSelect.SUM, PvSelect.R0))
+            a = data.View(nib, Mux(a_pend, pend_rows[r].as_value(), cur[r].as_value()))
+            p, row = pend_rows[r], beat.rows[r]
             m.d.comb += [
-                beat.cols[c].k.eq(Mux(second, side.v_f[c], o.anchor[c])),
-                beat.cols[c].k0.eq(Mux(second, Mux(full[c], PvSelect.SKIP, PvSelect.R1), first_sel)),
+                row.r0.eq(Mux(pair, Cat(a.r0, cur[r].r0), Mux(a_pend, p.r0, side.p_a[r]))),
+                row.r1.eq(Mux(pair, Cat(a.r1, cur[r].r1), Mux(a_pend, p.r1, side.p_f[r]))),
+                row.s.eq(Mux(pair, Cat(a.s[0:4], cur[r].s[0:4]), Mux(a_pend, p.s, pre[r]))),
+            ]
+        for c in range(C):
+            col = beat.cols[c]
+            m.d.comb += [
+                col.k.eq(Mux(a_pend, pend_v[c], Mux(pair, v1[c], hv[c]))),
+                col.k0.eq(Mux(a_pend, pend_sel[c], Mux(pair, sel1[c], hsel[c]))),
+                col.kb.eq(Mux(pair, hv[c], 0)),
+                col.k1.eq(Mux(pair, hsel[c], 0)),
             ]
         with m.If(self.beats.valid & self.beats.ready):
-            m.d.sync += second.eq(~final)
-        return m
+            m.d.sync += [second.eq(~final & ~flush), paired_done.eq(~final & ~flush & pair)]
+            with m.If(drop):
+                m.d.sync += pend_valid.eq(0)
+            with m.If(store):
+                # the small half: the first when s1 (the big second went out)
+                m.d.sync += [pend_valid.eq(1), pend_rows.eq(cur)]
+                m.d.sync += [pend_v[c].eq(Mux(s1, v1[c], v2[c])) for c in range(C)]
+                m.d.sync += [pend_sel[c].eq(Mux(s1, sel1[c], sel2[c])) for c in range(C)]

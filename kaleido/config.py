@@ -23,6 +23,7 @@ from .checks import (
 )
 
 __all__ = [
+    "SMALL_P",
     "KaleidoConfig",
     "SoftmaxFormat",
     "CoreConfig",
@@ -129,6 +130,11 @@ def signed_width(max_abs: int) -> int:
 DEFAULT_GROUP_THRESHOLDS = ((7, 4), (7, 4), (6, 4))
 
 
+#: small-P pairing (``KaleidoConfig.pv_pairs``): a P V row operand below
+#: this fits a multiplier's 5-bit (signed) port as an unsigned 4-bit value
+SMALL_P = 16
+
+
 @dataclasses.dataclass(frozen=True)
 class KaleidoConfig:
     """Frozen, validated configuration of a Kaleido build.
@@ -185,6 +191,13 @@ class KaleidoConfig:
         PE register width; ``None`` derives the smallest width that holds a
         batch (``BATCH`` products of at most ``2**14``). A narrower value is
         rejected.
+    pv_pairs : bool
+        Small-P pairing on ``P V`` (issue 14, docs/DESIGN.md "Small-P
+        pairing"): the P V dispatcher sends two beats whose row operands
+        are all below 16 as one, each PE multiplier computing a whole ``x
+        V`` with the operands swapped. Same products, fewer beats; the
+        cycles then depend on P. ``False`` (the default) is the paper's
+        one beat a product.
     name : str
         Preset name, used in build-directory and module names.
     """
@@ -204,6 +217,7 @@ class KaleidoConfig:
     #: None on input derives the width; after validation always an int
     acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
+    pv_pairs: bool = False
 
     def __post_init__(self):
         check_thresholds(self.F, self.P)
@@ -250,6 +264,8 @@ class KaleidoConfig:
                 f"acc_width {self.acc_width!r} is too narrow for batch {self.batch}: "
                 f"a batch of {self.batch} products of magnitude up to 2**14 needs {need} bits"
             )
+        if not isinstance(self.pv_pairs, bool):
+            raise TypeError(f"pv_pairs must be True or False, not {self.pv_pairs!r}")
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"name must be an identifier-like string, not {self.name!r}")
 
@@ -318,6 +334,7 @@ class KaleidoConfig:
             f"{self.name}_a{self.array_rows}x{self.array_cols}_b{self.batch}_w{self.acc_width}_r{self.accumulators}"
             + sub
             + banks
+            + ("_pp" if self.pv_pairs else "")
         )
 
     def replace(self, **changes) -> KaleidoConfig:

@@ -48,7 +48,7 @@ from .golden.ops import COSTS
 from .golden.passaware import pass_aware_order
 from .golden.pv import unit_full
 from .loopnest import batches, chunks, group_slices, unit_tags, units
-from .model import group_masks, need_table, output_scaler_cycles, softmax_cycles
+from .model import group_masks, need_table, output_scaler_cycles, pv_pair_block_beats, softmax_cycles
 
 __all__ = [
     "ORDERS",
@@ -376,16 +376,14 @@ def pv_timing(
     ``dense_beats``.
 
     ``small_p`` (with ``p``, the head's P operand, ``(n, N)`` in
-    ``0..127``): the **small-P pairing** candidate (issue 14, no RTL). A
-    beat whose row operand (``r0``, ``r1`` or ``r0 + r1``, as its selects
-    use them) is below ``small_p`` at every row of its query block is
-    *small*. The PE's two multipliers are 9-bit row operand x 5-bit
-    nibble of V (``hdl/pe.py``); with the operands swapped (V into the
-    9-bit port, a P below 16 into the 5-bit port) each computes a whole
-    ``x * V`` of a small beat, so two small beats of one pass share a beat:
-    the row port carries both operands (in ``r0``, ``r1``), the column port
-    both V values (8 more bits a column), and the products add unshifted. A pass then takes ``big + ceil(small / 2)``
-    beats, and the cycles depend on P. ``dense_small_cycles`` is the dense
+    ``0..127``): the **small-P pairing** candidate (issue 14; built in
+    ``PvArray`` as ``KaleidoConfig.pv_pairs``, whose bound is 16). A beat
+    whose row operands (``r0``, ``r1`` or ``r0 + r1``, as its selects use
+    them, at columns where V is not 0) are below ``small_p`` at every row
+    of its query block is *small*; the dispatcher pairs small beats
+    greedily, one unit a cycle and one held back
+    (:func:`kaleido.model.pv_pair_block_beats`, exact against the RTL at
+    16), and the cycles depend on P. ``dense_small_cycles`` is the dense
     array with the same pairing (no reuse), for comparison."""
     as_int8("V", V)
     cfg = config or KaleidoConfig()
@@ -403,7 +401,7 @@ def pv_timing(
             raise ValueError("small_p needs p, the head's P operand")
         if not isinstance(small_p, (int, np.integer)) or not 1 <= small_p <= 16:
             raise ValueError(f"small_p must be an integer in 1..16 (a 4-bit row operand), not {small_p!r}")
-        beats, dense_small = _small_p_block_beats(V, p, grid, split, cfg, (fs, [9, 9, 9]), small_p)
+        beats, dense_small = pv_pair_block_beats(V, p, grid, split, cfg, fs, [9, 9, 9], bound=int(small_p))
         plain = pv_timing(V, grid, split, cfg, fs, arrays=arrays)
 
         def dealt(per_block: np.ndarray) -> int:  # round-robin to arrays; the slowest array ends
@@ -431,45 +429,6 @@ def pv_timing(
         "beats": blocks * per_block,
         "dense_beats": blocks * dense,
     }
-
-
-def _small_p_block_beats(V, p, grid, split, cfg: KaleidoConfig, fs_list, small_p: int) -> np.ndarray:
-    """Beats of each query block of ``array_rows`` rows under
-    :func:`pv_timing`'s small-P pairing, passes as
-    :func:`kaleido.loopnest.pv_passes` cuts them (``pv_chunk`` units):
-    int64 ``(len(fs_list), blocks)``, a row per list of V FULL thresholds
-    (one per group), sharing the P gathers."""
-    from .loopnest import pv_chunk
-
-    p = np.asarray(p)
-    if p.ndim != 2 or p.shape[1] != V.shape[0] or not np.issubdtype(p.dtype, np.integer):
-        raise ValueError(f"p must be an integer (n, {V.shape[0]}) array, not {p.dtype} {p.shape!r}")
-    if p.size and (p.min() < 0 or p.max() > 127):
-        raise ValueError(f"p must lie in 0..127, not {int(p.min())}..{int(p.max())}")
-    R, C = cfg.array_rows, cfg.array_cols
-    n = p.shape[0]
-    nb = math.ceil(n / R)
-    rows = np.zeros((nb * R, p.shape[1]), np.int64)
-    rows[:n] = p
-    out = np.zeros((len(fs_list), nb), np.int64)
-    for g, (sl, axis) in enumerate(group_slices(split)):
-        u = units(grid, axis)
-        paired = u[:, 1] >= 0
-        pa = rows[:, u[:, 0]].reshape(nb, R, len(u))
-        pf = np.where(paired, rows[:, np.maximum(u[:, 1], 0)], 0).reshape(nb, R, len(u))
-        a, f, both = pa.max(axis=1), pf.max(axis=1), (pa + pf).max(axis=1)
-        starts = np.array([c.start for c in chunks(len(u), pv_chunk(cfg))])
-        for k, fs in enumerate(fs_list):
-            full = unit_full(V, u, np.arange(sl.start, sl.stop), fs[g])
-            for cs in chunks(sl.stop - sl.start, C):
-                allf, anyf = full[:, cs].all(axis=1), full[:, cs].any(axis=1)
-                single = ~paired | allf
-                # the first beat's operand: r0 (unpaired, or R0 everywhere), r0 + r1 (SUM), or both (mixed)
-                x1 = np.where(~paired | ~anyf, a, np.where(allf, both, np.maximum(both, a)))
-                small = (x1 < small_p).astype(np.int64) + ((f < small_p) & ~single)
-                beats = np.add.reduceat(np.ones(len(u), np.int64) + ~single, starts)
-                out[k] += (beats[None, :] - np.add.reduceat(small, starts, axis=1) // 2).sum(axis=1)
-    return out
 
 
 def softmax_stage_cycles(n: int, d: int) -> int:

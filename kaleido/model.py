@@ -82,6 +82,7 @@ __all__ = [
     "linear_cycles",
     "PvTiming",
     "pv_cycles",
+    "pv_pair_block_beats",
     "load_cycles",
     "tile_feed_cycles",
     "core_cycles",
@@ -1078,14 +1079,19 @@ class PvTiming:
         return self.dense_cycles / self.cycles
 
 
-def pv_cycles(V, grid, split=None, config: KaleidoConfig | None = None, n_queries: int | None = None) -> PvTiming:
+def pv_cycles(
+    V, grid, split=None, config: KaleidoConfig | None = None, n_queries: int | None = None, *, P=None
+) -> PvTiming:
     """Exact cycles of :class:`~kaleido.hdl.pv_array.PvArray` for a head's
     P V with no stalls, from the first unit's transfer to the last tile,
     both counted: ``beats + 1 + array_drain`` (the detector's register,
     then the array's drain, ``R + C``). Beats are :func:`kaleido.golden.pv.pv_pass_beats`'s:
     per query block of ``R`` rows, per block of ``C`` channels of a group,
     one per unpaired token and per pair FULL at every channel of the block,
-    two per other pair. They do not depend on P or on the query block."""
+    two per other pair. They do not depend on P or on the query block,
+    except with small-P pairing (``config.pv_pairs``), which needs ``P``
+    (:func:`pv_pair_block_beats`). ``dense_*`` is the dense array's (no
+    reuse, no pairing)."""
     from .checks import as_int8, check_grid, check_split
     from .golden.ops import pv_op_counts
     from .golden.pv import unit_full
@@ -1108,6 +1114,12 @@ def pv_cycles(V, grid, split=None, config: KaleidoConfig | None = None, n_querie
             dense += 2 * len(u) - int((~paired).sum())
     q_blocks = math.ceil(n / R)
     beats, dense_beats = q_blocks * per_block, q_blocks * dense
+    if config.pv_pairs:
+        if P is None:
+            raise ValueError("pv_pairs needs P: with small-P pairing the P V cycles depend on P")
+        if np.shape(P)[0] != n:
+            raise ValueError(f"P must have {n} rows (one per query), not shape {np.shape(P)!r}")
+        beats = int(pv_pair_block_beats(V, P, grid, split, config, [config.F] * 3)[0].sum())
     ops = pv_op_counts(V, grid, split, config.F, config.P, n_queries=n)
     return PvTiming(
         beats,
@@ -1116,6 +1128,69 @@ def pv_cycles(V, grid, split=None, config: KaleidoConfig | None = None, n_querie
         dense_beats + 1 + array_drain(config),
         {"dense": ops["dense"], "oracle": ops["full_partial"], "hw": ops["full_only"]},
     )
+
+
+def pv_pair_block_beats(V, P, grid, split, config: KaleidoConfig, *fs_lists, bound: int | None = None) -> np.ndarray:
+    """Beats of each query block of ``array_rows`` rows under small-P
+    pairing (:func:`kaleido.golden.pv.pair_pass`, what the RTL's
+    ``PvDispatcher`` issues with ``pv_pairs``), passes as
+    :func:`kaleido.loopnest.pv_passes` cuts them: int64 ``(len(fs_lists),
+    blocks)``, a row per list of three V FULL thresholds (one per group),
+    sharing the P gathers. A half is small when every column selecting an
+    operand with V not 0 has it below ``bound`` (default
+    :data:`kaleido.config.SMALL_P`, the RTL's) at every row of the block.
+    The dispatcher's greedy pairing runs vectorised over the blocks, unit
+    by unit."""
+    from .config import SMALL_P
+    from .golden.pv import check_p, unit_full
+    from .loopnest import group_slices, pv_chunk, units
+
+    bound = SMALL_P if bound is None else bound
+    if not isinstance(bound, (int, np.integer)) or not 1 <= bound <= SMALL_P:
+        raise ValueError(f"bound must be an integer in 1..{SMALL_P} (a 4-bit row operand), not {bound!r}")
+    P = check_p(P, V.shape[0])
+    R, C = config.array_rows, config.array_cols
+    n = P.shape[0]
+    nb = math.ceil(n / R)
+    rows = np.zeros((nb * R, P.shape[1]), np.int64)
+    rows[:n] = P
+    out = np.zeros((len(fs_lists), nb), np.int64)
+    chunk = pv_chunk(config)
+    for g, (sl, axis) in enumerate(group_slices(split)):
+        u = units(grid, axis)
+        paired = u[:, 1] >= 0
+        pa = rows[:, u[:, 0]].reshape(nb, R, len(u))
+        pf = np.where(paired, rows[:, np.maximum(u[:, 1], 0)], 0).reshape(nb, R, len(u))
+        big_a, big_f, big_s = pa.max(axis=1) >= bound, pf.max(axis=1) >= bound, (pa + pf).max(axis=1) >= bound
+        va = V[u[:, 0]][:, sl].astype(np.int64) != 0
+        vf = (V[np.maximum(u[:, 1], 0)][:, sl].astype(np.int64) != 0) & paired[:, None]
+        for k, fs in enumerate(fs_lists):
+            full = unit_full(V, u, np.arange(sl.start, sl.stop), fs[g])
+            for cs in chunks(sl.stop - sl.start, C):
+                fc, nza, nzf = full[:, cs], va[:, cs], vf[:, cs]
+                two = paired & ~fc.all(axis=1)
+                # the first half selects SUM at FULL columns and R0 elsewhere, the second R1 at the others
+                s1 = ~(((nza & ~fc).any(axis=1) & big_a) | ((nza & fc).any(axis=1) & big_s))
+                s2 = ~((nzf & ~fc).any(axis=1) & big_f)
+                for ps in chunks(len(u), chunk):
+                    pend = np.zeros(nb, bool)
+                    beats = np.zeros(nb, np.int64)
+                    for j in range(ps.start, ps.stop):
+                        a1, a2 = s1[:, j], s2[:, j]
+                        if j == ps.stop - 1:  # a held half nothing pairs with goes first
+                            flush = pend & ~(a1 if not two[j] else a1 ^ a2)
+                            beats += flush
+                            pend = pend & ~flush
+                        if not two[j]:
+                            beats += 1
+                            pend = pend & ~a1
+                        else:
+                            one = a1 ^ a2
+                            hold = one & ~pend & (j != ps.stop - 1)
+                            beats += np.where((a1 & a2) | hold, 1, 2)
+                            pend = np.where(one, hold, pend)
+                    out[k] += beats
+    return out
 
 
 def attention_stages(qk: ModelResult, V, grid, split=None, config: KaleidoConfig | None = None, fmt=None) -> dict:
@@ -1313,6 +1388,8 @@ def pv_tile_run(V, shape, rows: int, config: KaleidoConfig | None = None) -> tup
     from .loopnest import group_slices, pv_chunk, units
 
     config = config or KaleidoConfig()
+    if config.pv_pairs:
+        raise ValueError("pv_pairs=True: the P V tile stage's model does not take small-P pairing yet (pv_cycles does)")
     as_int8("V", V)
     shape = check_grid(shape, V.shape[0])
     R, C, chunk = config.array_rows, config.array_cols, pv_chunk(config)

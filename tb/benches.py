@@ -12,7 +12,7 @@ from typing import Any
 from kaleido.config import KaleidoConfig
 from kaleido.golden.array import Beat
 from kaleido.hdl.layouts import COL, CTL, ROW
-from kaleido.tb.driver import BeatEncoder, Packer, TileDecoder, row_sum
+from kaleido.tb.driver import BeatEncoder, Packer, TileDecoder, col_kb, row_sum
 from kaleido.tb.kit import Backend, Hold, PortDriver, StreamSink, StreamSource, TileMonitor, run
 
 __all__ = [
@@ -136,7 +136,7 @@ async def pe_bench(be: Backend, config: KaleidoConfig, beats: Sequence[Beat]) ->
             "row_in": row(
                 {("r0",): b.r0[0], ("r1",): b.r1[0], ("s",): row_sum(b, 0), ("q0",): b.q0[0], ("q1",): b.q1[0]}
             ),
-            "col_in": col({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0]}),
+            "col_in": col({("k",): b.k[0], ("k0",): b.k0[0], ("k1",): b.k1[0], ("kb",): col_kb(b, 0)}),
             "ctl_in": ctl({(f,): getattr(b, f) for f in ("slot", "kind", "phase", "last", "pv")}),
         }
         for b in beats

@@ -115,6 +115,13 @@ def _pe_beats(case: Case) -> list:
     for sel, last in itertools.product(range(4), range(2)):
         r0, r1, k = (int(x) for x in rng.integers(-128, 128, 3))
         beats.append(pe_beat(1, 0, 3, last, r0, r1, 0, 0, k, sel, 0, pv=1))
+    if case.cfg.pv_pairs:
+        # paired P V beats (small-P pairing): every pair of selects with
+        # random nibbles in r0 and r1 (whatever the other nibble holds) and
+        # two random V values, drained after each select of beat A
+        for sel_a, sel_b in itertools.product(range(4), range(4)):
+            r0, r1, k, kb = (int(x) for x in rng.integers(-128, 128, 4))
+            beats.append(pe_beat(1, 1, 3, int(sel_b == 3), r0, r1, 0, 0, k, sel_a, sel_b, pv=1, kb=kb))
     beats.append(pe_beat(1, 0, 0, 0, 100, 100, 0, 0, -77, 2, 2))  # QK^T after P V
     beats += [pe_beat(0, 0, i, 1, 0, 0, 0, 0, 0, 0, 0) for i in range(4)]
     return beats
@@ -141,7 +148,7 @@ def _pv_head(case: Case) -> tuple[list[int], list]:
     from kaleido.tb.pv_cases import pv_head, pv_words
 
     cfg = case.cfg
-    P, V = pv_head(case.source, (2, 3, 4), cfg.split, case.seed)
+    P, V = pv_head(case.source, (2, 3, 4), cfg.split, case.seed, small_p=cfg.pv_pairs)
     return pv_words(cfg, P, V, (2, 3, 4), cfg.split)
 
 

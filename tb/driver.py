@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kaleido.encoding import SlotKind
 from kaleido.golden.array import Beat, run_beats
+from kaleido.golden.pe import pv_row_sum
 from kaleido.hdl.layouts import slot_layout, tile_layout
 
 __all__ = [
@@ -79,9 +81,19 @@ def _signed_at(layout, path):
 
 
 def row_sum(beat: Beat, r: int) -> int:
-    """Row port ``r``'s pre-add field ``s``: ``r0 + r1`` in a P V beat, 0
-    otherwise (:data:`kaleido.hdl.layouts.ROW`; the dispatchers send it)."""
-    return int(beat.r0[r]) + int(beat.r1[r]) if beat.pv else 0
+    """Row port ``r``'s pre-add field ``s``: ``r0 + r1`` in a P V beat (in
+    a paired one the nibbles' sums, :func:`kaleido.golden.pe.pv_row_sum`),
+    0 otherwise (:data:`kaleido.hdl.layouts.ROW`; the dispatchers send it)."""
+    if not beat.pv:
+        return 0
+    if beat.kind == SlotKind.DUAL_LO:
+        return int(pv_row_sum(int(beat.r0[r]) & 0xFF, int(beat.r1[r]) & 0xFF, True))
+    return int(beat.r0[r]) + int(beat.r1[r])
+
+
+def col_kb(beat: Beat, c: int) -> int:
+    """Column port ``c``'s second V value ``kb`` (0 unless a paired beat)."""
+    return 0 if beat.kb is None else int(beat.kb[c])
 
 
 class BeatEncoder:
@@ -103,10 +115,11 @@ class BeatEncoder:
         for c in range(self.cols):
             for name in ("k", "k0", "k1"):
                 values[("cols", c, name)] = getattr(beat, name)[c]
+            values[("cols", c, "kb")] = col_kb(beat, c)
         return self.pack(values)
 
 
-def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1, pv=0) -> Beat:
+def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1, pv=0, kb=0) -> Beat:
     """A golden :class:`Beat` for a single PE (every field an array of one)."""
 
     def one(x, t):
@@ -125,6 +138,7 @@ def pe_beat(slot, kind, phase, last, r0, r1, q0, q1, k, k0, k1, pv=0) -> Beat:
         one(k0, np.uint8),
         one(k1, np.uint8),
         pv,
+        one(kb & 0xFF, np.uint8),
     )
 
 
@@ -161,7 +175,10 @@ def encode_beat(beat: Beat, rows: int, cols: int) -> int:
                 }
                 for r in range(rows)
             ],
-            "cols": [{"k": int(beat.k[c]), "k0": int(beat.k0[c]), "k1": int(beat.k1[c])} for c in range(cols)],
+            "cols": [
+                {"k": int(beat.k[c]), "k0": int(beat.k0[c]), "k1": int(beat.k1[c]), "kb": col_kb(beat, c)}
+                for c in range(cols)
+            ],
         }
     )
     return value.as_value().value

@@ -15,10 +15,12 @@ from kaleido.tb.passes import make_workload
 __all__ = ["pv_head", "pv_words"]
 
 
-def pv_head(kind: str, grid, split, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def pv_head(kind: str, grid, split, seed: int, *, small_p: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(P, V)`` of one head: V of a workload (``video``: smooth, many FULL
     followers; ``random``: V with followers near their anchors, so every
-    class occurs) and a random 7-bit P."""
+    class occurs) and a random 7-bit P; with ``small_p`` four values in
+    five below 16, as a softmax's P mostly is (small-P pairing: beats of
+    every kind, small and not)."""
     rng = np.random.default_rng(seed)
     n = int(np.prod(grid))
     if kind == "random":
@@ -27,7 +29,10 @@ def pv_head(kind: str, grid, split, seed: int) -> tuple[np.ndarray, np.ndarray]:
         V = np.where(rng.random(V.shape) < 0.5, near, V).astype(np.int8)
     else:
         V = make_workload(kind, grid, split, seed).v
-    return rng.integers(0, 128, (n, n)), V
+    P = rng.integers(0, 128, (n, n))
+    if small_p:
+        P = np.where(rng.random(P.shape) < 0.8, rng.integers(0, 16, P.shape), P)
+    return P, V
 
 
 def pv_words(cfg: KaleidoConfig, P: np.ndarray, V: np.ndarray, grid, split) -> tuple[list[int], list]:

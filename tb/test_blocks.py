@@ -13,7 +13,9 @@ STALLS = [("none", "none"), ("random", "none"), ("none", "random"), ("random", "
 
 def cases(block: str, seed: int) -> list[Case]:
     if block == "pe":  # no handshake: both register counts instead
-        return [Case("pe", seed, config=(("accumulators", a),)) for a in (3, 4)]
+        return [Case("pe", seed, config=(("accumulators", a),)) for a in (3, 4)] + [
+            Case("pe", seed, config=(("accumulators", 4), ("pv_pairs", True)))  # paired P V beats too
+        ]
     if block == "dispatched":  # a whole head (batch 4, odd split), hold patterns
         small = (("batch", 4), ("split", (5, 3, 4)))
         return [
@@ -29,7 +31,10 @@ def cases(block: str, seed: int) -> list[Case]:
     if block == "pv":  # a whole P V head (batch 4, odd split), every stall pattern, the V kinds in turn
         small = (("batch", 4), ("split", (5, 3, 4)))
         kinds = ("video", "random")
-        return [Case(block, seed + k, i, o, source=kinds[k % 2], config=small) for k, (i, o) in enumerate(STALLS)]
+        out = [Case(block, seed + k, i, o, source=kinds[k % 2], config=small) for k, (i, o) in enumerate(STALLS)]
+        pairs = (*small, ("pv_pairs", True))  # small-P pairing: P mostly below 16
+        stalls = enumerate(["none", "random"])
+        return out + [Case(block, seed + k, i, i, source=kinds[k], config=pairs) for k, i in stalls]
     if block == "pv_tile":  # full, partial and odd key tiles (batch 4: padded passes), every stall pattern
         small = (("batch", 4), ("split", (5, 3, 4)))
         kinds = ("random", "video")

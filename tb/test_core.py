@@ -160,6 +160,23 @@ def test_core_and_model_reject_spilling_s():
         core_cycles(Q, K, V, (2, 2, 4), KaleidoConfig(split=(5, 4, 7), batch=4), spill)
 
 
+def test_core_and_model_reject_small_p_pairing():
+    """Small-P pairing is built in the P V array only: the core, its P V
+    tile stage and the core's cycle count say so rather than mis-count."""
+    from kaleido.hdl.core import KaleidoAttentionCore
+    from kaleido.hdl.pv_tile import PvTile
+
+    pairs = KaleidoConfig(split=(4, 4, 4), batch=4, pv_pairs=True)
+    core = CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=64)
+    with pytest.raises(ValueError, match="pv_pairs=True: small-P pairing is built in the P V array"):
+        KaleidoAttentionCore(pairs, core)
+    with pytest.raises(ValueError, match="pv_pairs=True: the P V tile stage"):
+        PvTile(pairs)
+    Q, K, V, _ = core_head((2, 2, 4), (4, 4, 4), SEED)
+    with pytest.raises(ValueError, match="pv_pairs=True"):
+        core_cycles(Q, K, V, (2, 2, 4), pairs, core)
+
+
 def test_core_rejects_an_unknown_variant():
     from kaleido.hdl.core import KaleidoAttentionCore
 

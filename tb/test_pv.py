@@ -17,6 +17,7 @@ from kaleido.hdl.pv_array import PvArray
 from kaleido.loopnest import group_slices, pv_passes, units
 from kaleido.model import pv_cycles
 from kaleido.tb.benches import pv_bench
+from kaleido.tb.driver import expected_drains
 from kaleido.tb.kit import simulate
 from kaleido.tb.pv_cases import pv_head, pv_words
 
@@ -119,6 +120,50 @@ def test_model_equals_rtl_cycles(cfg, kind, seed):
     assert timing.dense_beats == len(range(0, 24, 4)) * sum(-(-s // 4) for s in cfg.split) * 24
 
 
+PAIRS = [KaleidoConfig(batch=4, split=(5, 3, 4), pv_pairs=True), KaleidoConfig(batch=8, split=(4, 4, 4), pv_pairs=True)]
+
+
+@pytest.mark.parametrize("cfg", PAIRS, ids=["b4", "b8"])
+@pytest.mark.parametrize("kind", ["video", "random"])
+def test_small_p_pairing_model_equals_rtl_cycles(cfg, kind, seed):
+    """Small-P pairing (``pv_pairs``, issue 14): :func:`pv_cycles` with P ==
+    the golden beats (:func:`pair_pass`) == the RTL's cycles, and the
+    RTL's tiles are the golden beats' (so O is unchanged); on a P mostly
+    below 16 the pairing saves beats, and a P with nothing small pairs
+    nothing."""
+    grid = (2, 3, 4)
+    P, V = pv_head(kind, grid, cfg.split, seed, small_p=True)
+    words, beats = pv_words(cfg, P, V, grid, cfg.split)
+    res = simulate(PvArray(cfg), functools.partial(pv_bench, config=cfg, words=words))
+    timing = pv_cycles(V, grid, cfg.split, cfg, P=P)
+    assert timing.beats == len(beats), f"seed {seed}"
+    assert res.last_tile + 1 == timing.cycles, f"seed {seed}"
+    assert any(b.kind == 1 for b in beats), f"seed {seed}: nothing paired"
+    R, C = cfg.array_rows, cfg.array_cols
+    assert res.drains == expected_drains(beats, R, C, cfg.accumulators, cfg.acc_width), f"seed {seed}"
+    plain = pv_cycles(V, grid, cfg.split, cfg.replace(pv_pairs=False))
+    assert timing.beats < plain.beats, f"seed {seed}: pairing saved nothing"
+    assert pv_cycles(V, grid, cfg.split, cfg, P=np.full_like(P, 16)).beats == plain.beats
+    acc = pv_accumulate(P, V, cfg, grid, F=cfg.F)
+    assert (acc == P @ v_effective(V, grid, cfg.split, cfg.F).astype(np.int64)).all(), f"seed {seed}"
+
+
+def test_small_p_pairing_counts_follow_the_golden_rule(seed):
+    """The vectorised count (:func:`pv_pair_block_beats`) equals the golden
+    beat stream's length on more heads and settings than the RTL test runs,
+    at the RTL's bound and a lower one."""
+    from kaleido.model import pv_pair_block_beats
+
+    for k, (kind, cfg) in enumerate(itertools.product(["video", "random"], [*PAIRS, PAIRS[0].replace(F=3, P=1)])):
+        grid = (2, 3, 4)
+        P, V = pv_head(kind, grid, cfg.split, seed + k, small_p=True)
+        golden = sum(len(pv_pass_beats(P, V, ps, cfg, cfg.F)) for ps in pv_passes(cfg, grid, cfg.split, P.shape[0]))
+        assert pv_cycles(V, grid, cfg.split, cfg, P=P).beats == golden, f"seed {seed + k} {kind}"
+        # a lower bound pairs fewer beats
+        low = pv_pair_block_beats(V, P, grid, cfg.split, cfg, [cfg.F] * 3, bound=4)[0].sum()
+        assert golden <= low <= pv_cycles(V, grid, cfg.split, cfg.replace(pv_pairs=False)).beats
+
+
 def test_bad_input_is_named():
     V = np.zeros((24, 12), np.int8)
     with pytest.raises(ValueError, match=r"P must lie in 0..127 .* not 128..128"):
@@ -133,3 +178,12 @@ def test_bad_input_is_named():
         pv_cycles(V.astype(np.float32), (2, 3, 4), SMALL.split, SMALL)
     with pytest.raises(ValueError, match="grid"):
         pv_cycles(V, (2, 3, 5), SMALL.split, SMALL)
+    pairs = SMALL.replace(pv_pairs=True)
+    with pytest.raises(ValueError, match="pv_pairs needs P"):
+        pv_cycles(V, (2, 3, 4), SMALL.split, pairs)
+    with pytest.raises(ValueError, match="P must have 24 rows"):
+        pv_cycles(V, (2, 3, 4), SMALL.split, pairs, P=np.zeros((23, 24), int))
+    with pytest.raises(ValueError, match="P must lie in 0..127"):
+        pv_cycles(V, (2, 3, 4), SMALL.split, pairs, P=np.full((24, 24), 200))
+    with pytest.raises(TypeError, match="pv_pairs must be True or False, not 1"):
+        KaleidoConfig(pv_pairs=1)
