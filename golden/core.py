@@ -37,6 +37,7 @@ __all__ = [
     "TileSoftmaxResult",
     "tile_softmax",
     "pv_tile_accumulate",
+    "query_tile_p",
     "pad_box",
     "box_mask",
 ]
@@ -235,6 +236,23 @@ def tile_softmax(s_tiles, constant: int, fmt: SoftmaxFormat | None = None) -> Ti
     p = [_exp(m[:, None] - s.astype(np.int64), constant, fmt) for s in tiles]  # pass 2
     z = sum(x.sum(axis=1) for x in p)
     return TileSoftmaxResult(m, p, z, (1 << fmt.recip_bits) // z)
+
+
+def query_tile_p(
+    Q, K, qb: Box, boxes, split, scales, *, thresholds, fmt: SoftmaxFormat | None = None
+) -> list[np.ndarray]:
+    """The P tiles (int64 rows x keys, each key box's token order) of query
+    box ``qb`` over the key boxes ``boxes`` in walk order, as the core's P V
+    stage receives them: the S tiles from the tiles' own pairing with one
+    ``(F, P)`` per channel group (``thresholds``), then
+    :func:`tile_softmax` with the head's constant (``scales``, as
+    :func:`core_attention`)."""
+    fmt = fmt or SoftmaxFormat()
+    qs, ks, _ = check_scales(scales)
+    c = head_constant(qs * ks / math.sqrt(Q.shape[1]), fmt)
+    q_eff = tile_operands(Q, qb, split, 0, 0, "row", thresholds=thresholds)
+    s = [exact_matmul(q_eff, tile_operands(K, kb, split, 0, 0, "column", thresholds=thresholds).T) for kb in boxes]
+    return tile_softmax(s, c, fmt).p
 
 
 def pv_tile_accumulate(p_tiles, v_tiles, shapes, split, F: int = 5) -> np.ndarray:

@@ -138,8 +138,6 @@ class PvTile(wiring.Component):
         buffers: int | None = None,
     ):
         config = as_config(config)
-        if config.pv_pairs:
-            raise ValueError("pv_pairs=True: the P V tile stage does not take small-P pairing yet (PvArray does)")
         self._config = config
         self._variant = check_variant(variant)
         self._buffers = check_pv_buffers(CoreConfig().pv_buffers if buffers is None else buffers)

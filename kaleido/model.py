@@ -1156,41 +1156,65 @@ def pv_pair_block_beats(V, P, grid, split, config: KaleidoConfig, *fs_lists, bou
     rows[:n] = P
     out = np.zeros((len(fs_lists), nb), np.int64)
     chunk = pv_chunk(config)
+    blocks = rows.reshape(nb, R, P.shape[1])
     for g, (sl, axis) in enumerate(group_slices(split)):
         u = units(grid, axis)
-        paired = u[:, 1] >= 0
-        pa = rows[:, u[:, 0]].reshape(nb, R, len(u))
-        pf = np.where(paired, rows[:, np.maximum(u[:, 1], 0)], 0).reshape(nb, R, len(u))
-        big_a, big_f, big_s = pa.max(axis=1) >= bound, pf.max(axis=1) >= bound, (pa + pf).max(axis=1) >= bound
-        va = V[u[:, 0]][:, sl].astype(np.int64) != 0
-        vf = (V[np.maximum(u[:, 1], 0)][:, sl].astype(np.int64) != 0) & paired[:, None]
         for k, fs in enumerate(fs_lists):
             full = unit_full(V, u, np.arange(sl.start, sl.stop), fs[g])
             for cs in chunks(sl.stop - sl.start, C):
-                fc, nza, nzf = full[:, cs], va[:, cs], vf[:, cs]
-                two = paired & ~fc.all(axis=1)
-                # the first half selects SUM at FULL columns and R0 elsewhere, the second R1 at the others
-                s1 = ~(((nza & ~fc).any(axis=1) & big_a) | ((nza & fc).any(axis=1) & big_s))
-                s2 = ~((nzf & ~fc).any(axis=1) & big_f)
+                chans = np.arange(sl.start + cs.start, sl.start + cs.stop)
+                two, s1, s2 = _small_halves(V, blocks, u, chans, full[:, cs], bound)
                 for ps in chunks(len(u), chunk):
-                    pend = np.zeros(nb, bool)
-                    beats = np.zeros(nb, np.int64)
-                    for j in range(ps.start, ps.stop):
-                        a1, a2 = s1[:, j], s2[:, j]
-                        if j == ps.stop - 1:  # a held half nothing pairs with goes first
-                            flush = pend & ~(a1 if not two[j] else a1 ^ a2)
-                            beats += flush
-                            pend = pend & ~flush
-                        if not two[j]:
-                            beats += 1
-                            pend = pend & ~a1
-                        else:
-                            one = a1 ^ a2
-                            hold = one & ~pend & (j != ps.stop - 1)
-                            beats += np.where((a1 & a2) | hold, 1, 2)
-                            pend = np.where(one, hold, pend)
-                    out[k] += beats
+                    out[k] += pair_occupancy(two[ps], s1[:, ps], s2[:, ps]).sum(axis=1)
     return out
+
+
+def _small_halves(V, rows: np.ndarray, u: np.ndarray, channels: np.ndarray, full: np.ndarray, bound: int):
+    """``(two, s1, s2)`` of small-P pairing for the units ``u`` of one
+    channel block (``channels``; ``full``: the units' FULL followers at
+    them) and the query blocks ``rows`` (``(blocks, R, keys)`` P):
+    ``two`` (units) a unit has two halves; ``s1``, ``s2`` (blocks x units)
+    its first / second half is small (:func:`kaleido.golden.pv.pair_pass`)."""
+    paired = u[:, 1] >= 0
+    pa = rows[:, :, u[:, 0]]
+    pf = np.where(paired, rows[:, :, np.maximum(u[:, 1], 0)], 0)
+    big_a, big_f, big_s = pa.max(axis=1) >= bound, pf.max(axis=1) >= bound, (pa + pf).max(axis=1) >= bound
+    nza = V[u[:, 0]][:, channels] != 0
+    nzf = (V[np.maximum(u[:, 1], 0)][:, channels] != 0) & paired[:, None]
+    two = paired & ~full.all(axis=1)
+    # the first half selects SUM at FULL columns and R0 elsewhere, the second R1 at the others
+    s1 = ~(((nza & ~full).any(axis=1) & big_a) | ((nza & full).any(axis=1) & big_s))
+    s2 = ~((nzf & ~full).any(axis=1) & big_f)
+    return two, s1, s2
+
+
+def pair_occupancy(two: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """Small-P pairing of one pass in every query block at once: the beats
+    the dispatcher issues while it holds each unit (int64, blocks x
+    units; :func:`kaleido.golden.pv.pair_pass`'s rule). ``two`` (units):
+    the unit has two halves; ``s1``, ``s2`` (blocks x units): its first /
+    second half is small. A unit's beats are 1 or 2, and the last unit's
+    one more when a held half goes out alone first; they sum to the pass's
+    beats."""
+    nb, n = s1.shape
+    occ = np.zeros((nb, n), np.int64)
+    pend = np.zeros(nb, bool)
+    for j in range(n):
+        a1, a2 = s1[:, j], s2[:, j]
+        last = j == n - 1
+        if last:  # a held half nothing pairs with goes first
+            flush = pend & ~(a1 if not two[j] else a1 ^ a2)
+            occ[:, j] += flush
+            pend = pend & ~flush
+        if not two[j]:
+            occ[:, j] += 1
+            pend = pend & ~a1
+        else:
+            one = a1 ^ a2
+            hold = one & ~pend & (not last)
+            occ[:, j] += np.where((a1 & a2) | hold, 1, 2)
+            pend = np.where(one, hold, pend)
+    return occ
 
 
 def attention_stages(qk: ModelResult, V, grid, split=None, config: KaleidoConfig | None = None, fmt=None) -> dict:
@@ -1368,30 +1392,34 @@ def pv_tile_tail(rows: int, config: KaleidoConfig, pe_latency: int = PE_LATENCY)
     return tile_latency(r, config.array_cols - 1) - (PE_LATENCY - pe_latency) + PV_TILE_TAIL
 
 
-def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int]:
+def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None, P=None) -> tuple[int, int]:
     """Array beats of one key tile in the P V tile stage, and the beats of
     its last two units (:func:`pv_tile_run`'s ``(B, b_penult + b_last)``)."""
-    beats, penult, last = pv_tile_run(V, shape, rows, config)
+    beats, penult, last = pv_tile_run(V, shape, rows, config, P)
     return beats, penult + last
 
 
-def pv_tile_run(V, shape, rows: int, config: KaleidoConfig | None = None) -> tuple[int, int, int]:
+def pv_tile_run(V, shape, rows: int, config: KaleidoConfig | None = None, P=None) -> tuple[int, int, int]:
     """Array beats of one key tile in the P V tile stage, and the beats of
     its second-to-last and of its last unit: per channel block (:func:`kaleido.hdl.pv_tile.channel_blocks`)
     and per block of ``array_rows`` query rows, the passes of :func:`pv_cycles`
     (one beat per unpaired unit and per pair FULL at every channel of the
     block, two per other pair), each pass shorter than ``array_rows`` units
     padded to ``array_rows`` one-beat units. ``V``: the key tile's int8 V
-    (keys x d, the box ``shape``'s token order)."""
+    (keys x d, the box ``shape``'s token order). With small-P pairing
+    (``config.pv_pairs``) the beats depend on ``P`` (``rows`` x keys, the
+    same order; required): a unit's beats are those the dispatcher issues
+    while it holds it (:func:`pair_occupancy`; a padding unit, V = 0, is a
+    small half)."""
     from .checks import as_int8, check_grid
     from .golden.pv import unit_full
     from .loopnest import group_slices, pv_chunk, units
 
     config = config or KaleidoConfig()
-    if config.pv_pairs:
-        raise ValueError("pv_pairs=True: the P V tile stage's model does not take small-P pairing yet (pv_cycles does)")
     as_int8("V", V)
     shape = check_grid(shape, V.shape[0])
+    if config.pv_pairs:
+        return _pv_tile_run_pairs(V, shape, _positive("rows", rows), config, P)
     R, C, chunk = config.array_rows, config.array_cols, pv_chunk(config)
     per_block = 0
     last: list[int] = []
@@ -1406,6 +1434,47 @@ def pv_tile_run(V, shape, rows: int, config: KaleidoConfig | None = None) -> tup
                 per_block += int(beats[ps].sum()) + max(0, R - n)
                 last = (last + [int(b) for b in beats[ps]] + [1] * max(0, R - n))[-2:]
     return math.ceil(_positive("rows", rows) / R) * per_block, last[0], last[1]
+
+
+def _pv_tile_run_pairs(V, shape, rows: int, config: KaleidoConfig, P) -> tuple[int, int, int]:
+    """:func:`pv_tile_run` with small-P pairing: every row block's passes
+    in the stage's walk order (channel blocks, row blocks, passes)."""
+    from .config import SMALL_P
+    from .golden.pv import check_p, unit_full
+    from .loopnest import group_slices, pv_chunk, units
+
+    if P is None:
+        raise ValueError("pv_pairs needs P: with small-P pairing the P V tile stage's beats depend on P")
+    P = check_p(P, V.shape[0])
+    if P.shape[0] != rows:
+        raise ValueError(f"P must have {rows} rows (the query tile's), not shape {P.shape!r}")
+    R, C, chunk = config.array_rows, config.array_cols, pv_chunk(config)
+    nb = math.ceil(rows / R)
+    blocks = np.zeros((nb * R, P.shape[1]), np.int64)
+    blocks[:rows] = P
+    blocks = blocks.reshape(nb, R, P.shape[1])
+    total = 0
+    last: list[int] = []
+    for sl, axis in group_slices(config.split):
+        u = units(shape, axis)
+        full = unit_full(V, u, np.arange(sl.start, sl.stop), config.F)
+        for cs in chunks(sl.stop - sl.start, C):
+            chans = np.arange(sl.start + cs.start, sl.start + cs.stop)
+            two, s1, s2 = _small_halves(V, blocks, u, chans, full[:, cs], SMALL_P)
+            occ = []
+            for ps in chunks(len(u), chunk):
+                pad = max(0, R - (ps.stop - ps.start))  # padding units: unpaired, V = 0, so small
+                occ.append(
+                    pair_occupancy(
+                        np.concatenate([two[ps], np.zeros(pad, bool)]),
+                        np.concatenate([s1[:, ps], np.ones((nb, pad), bool)], axis=1),
+                        np.concatenate([s2[:, ps], np.ones((nb, pad), bool)], axis=1),
+                    )
+                )
+            flat = np.concatenate(occ, axis=1).reshape(-1)  # row block by row block, as the walk issues them
+            total += int(flat.sum())
+            last = (last + [int(b) for b in flat[-2:]])[-2:]
+    return total, last[0], last[1]
 
 
 def _pv_run_issue(last_fill: int, run: tuple[int, int, int], prev: tuple[int, int, int] | None) -> int:
@@ -1459,8 +1528,9 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | Non
     """Exact cycles of the P V tile stage (``kaleido.hdl.pv_tile.PvTile``)
     with no stalls, for query tiles walked back to back: ``walk`` holds one
     ``(rows, key_tiles)`` per query tile, ``key_tiles`` one ``(V, shape)``
-    per key tile. Counted from the first transfer on ``i`` to the last on
-    ``o``, both counted.
+    per key tile (``(V, shape, P)`` with small-P pairing,
+    ``config.pv_pairs``). Counted from the first transfer on ``i`` to the
+    last on ``o``, both counted.
 
     ``buffers`` (default ``CoreConfig().pv_buffers``): the key tiles the
     stage holds. A key tile's header is taken once its buffer is free (the
@@ -1494,9 +1564,9 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | Non
         key_tiles = list(key_tiles)
         if not key_tiles:
             raise ValueError("key_tiles must hold at least one key tile, not none")
-        for V, shape in key_tiles:
+        for V, shape, *p in key_tiles:
             n = int(np.prod(shape))
-            run = pv_tile_run(V, shape, rows, config)
+            run = pv_tile_run(V, shape, rows, config, p[0] if p else None)
             last = slots.issue(slots.free + n + rows * n, run) + run[1] + run[2]
     return last + pv_tile_tail(tiles[-1][0], config) + 1
 
@@ -1514,6 +1584,7 @@ def core_cycles(
     fmt: SoftmaxFormat | None = None,
     *,
     variant: str = "kaleido",
+    scales=None,
 ) -> int:
     """Exact cycles of ``kaleido.hdl.core.KaleidoAttentionCore`` for one
     head (its ``cycles`` port: from the command to the last O write, both
@@ -1537,9 +1608,14 @@ def core_cycles(
     each S tile takes :func:`dense_engine_cycles`, and every P V pair two
     beats (:func:`pv_tile_beats` with V's FULL threshold 9, never), on an
     array whose drain is one cycle shorter (the MAC PE has no product
-    register)."""
+    register).
+
+    With small-P pairing (``config.pv_pairs``, not the dense core) the P V
+    stage's beats depend on P, so ``scales`` (the head's ``(q, k, v)``
+    scales, as the core takes them) is required: each (query, key) tile's
+    P is :func:`kaleido.golden.core.query_tile_p`'s."""
     from .config import CoreConfig
-    from .golden.core import box_mask, pad_box
+    from .golden.core import box_mask, pad_box, query_tile_p
     from .loopnest import tile_boxes
 
     config = config or KaleidoConfig()
@@ -1551,7 +1627,10 @@ def core_cycles(
         )
     dense = check_variant(variant) == "dense"
     # P V: the dense array issues both tokens of every pair (FULL never)
-    pv_config = config.replace(F=9, P=9, group_thresholds=None) if dense else config
+    pv_config = config.replace(F=9, P=9, group_thresholds=None, pv_pairs=False) if dense else config
+    if pv_config.pv_pairs and scales is None:
+        raise ValueError("pv_pairs needs scales: with small-P pairing the P V stage's cycles depend on P")
+    p_tiles: dict = {}  # query box origin -> its P tiles, with pairing
     pe_latency = DENSE_PE_LATENCY if dense else PE_LATENCY
     T, H, W = (int(e) for e in grid)
     tile = core.tile
@@ -1640,9 +1719,16 @@ def core_cycles(
             last_fill = last_fwd + TILE_SOFTMAX_LATENCY
             if final_k:
                 last_fill = max(last_fill, last_fwd + divide + 1)
-            bkey = (kb.origin, rows)
+            bkey = (kb.origin, rows, qb.origin if pv_config.pv_pairs else None)
             if bkey not in pv_runs:
-                pv_runs[bkey] = pv_tile_run(V[kb.tokens], kb.shape, rows, pv_config)
+                p = None
+                if pv_config.pv_pairs:
+                    if qb.origin not in p_tiles:
+                        p_tiles[qb.origin] = query_tile_p(
+                            Q, K, qb, boxes, config.split, scales, thresholds=config.thresholds, fmt=fmt
+                        )
+                    p = p_tiles[qb.origin][boxes.index(kb)]
+                pv_runs[bkey] = pv_tile_run(V[kb.tokens], kb.shape, rows, pv_config, p)
             run = pv_runs[bkey]
             last_issue = pv.issue(last_fill, run)
             p_end, v_end = last_fill, end

@@ -43,7 +43,7 @@ def reference(w, grid, config, core) -> tuple:
     from kaleido.tb.core_io import core_reference
 
     ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
-    model = core_cycles(w.q, w.k, w.v, grid, config, core)
+    model = core_cycles(w.q, w.k, w.v, grid, config, core, scales=w.scales)
     dense = core_cycles(w.q, w.k, w.v, grid, config, core, variant="dense")
     return ref, model, dense
 
@@ -65,6 +65,11 @@ def main(argv=None) -> int:
         default=None,
         help="N or RxC: the Q K^T engine's passes on small arrays behind a shared queue (issue 14; "
         "default: one 4x4 array)",
+    )
+    ap.add_argument(
+        "--pv-pairs",
+        action="store_true",
+        help="small-P pairing on P V (issue 14, docs/DESIGN.md): two beats whose P is below 16 as one",
     )
     ap.add_argument(
         "--s-buffers",
@@ -89,7 +94,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--preset must be one of {sorted(PRESETS)}, not {args.preset!r}")
         grid = check_grid(_ints(args.grid, "--grid"))
         sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
-        config = KaleidoConfig(split=PRESETS[args.preset]["split"], sub_arrays=sub)
+        config = KaleidoConfig(split=PRESETS[args.preset]["split"], sub_arrays=sub, pv_pairs=args.pv_pairs)
         fields: dict = {}
         if args.tile:
             fields["tile"] = _ints(args.tile, "--tile")
@@ -108,6 +113,7 @@ def main(argv=None) -> int:
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     arrays = "one 4x4 array" if sub is None else f"{config.n_arrays} {sub[0]}x{sub[1]} arrays"
+    arrays += "; P V pairs small P" if config.pv_pairs else ""
     print(
         f"head: {n} tokens (grid {grid}), split {config.split}, tile {core.tile}, seed {args.seed}; Q K^T on {arrays}",
         flush=True,
@@ -133,6 +139,7 @@ def main(argv=None) -> int:
         "split": list(config.split),
         "simulator": args.sim,
         "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
+        "pv_pairs": config.pv_pairs,
         "bit_exact": exact,
         "cycles": res["cycles"],
         "model_cycles": model,

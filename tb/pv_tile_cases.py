@@ -32,10 +32,14 @@ CASE_ROWS = 6
 KeyTile = tuple[tuple[int, int, int], np.ndarray, np.ndarray]  # (shape, P rows x keys, V keys x d)
 
 
-def random_key_tile(rng: np.random.Generator, shape, rows: int, d: int, source: str = "random") -> KeyTile:
+def random_key_tile(
+    rng: np.random.Generator, shape, rows: int, d: int, source: str = "random", *, small_p: bool = False
+) -> KeyTile:
     """One key tile of box ``shape``: P (``rows`` x keys, 0..127, the first
-    row all 127) and V (keys x d int8; ``random``: half the values near the
-    previous token's, ``video``: a smooth ramp with small noise)."""
+    row all 127; with ``small_p`` the other rows four values in five below
+    16, for small-P pairing) and V (keys x d int8; ``random``: half the
+    values near the previous token's, ``video``: a smooth ramp with small
+    noise)."""
     n = int(np.prod(shape))
     if source == "video":
         base = rng.integers(-100, 100, d)
@@ -45,6 +49,8 @@ def random_key_tile(rng: np.random.Generator, shape, rows: int, d: int, source: 
         near = np.clip(np.roll(V, 1, axis=0) + rng.integers(-3, 4, V.shape), -128, 127)
         V = np.where(rng.random(V.shape) < 0.5, near, V)
     P = rng.integers(0, 128, (rows, n))
+    if small_p:
+        P = np.where(rng.random(P.shape) < 0.8, rng.integers(0, 16, P.shape), P)
     P[0] = 127
     return tuple(int(e) for e in shape), P.astype(np.int64), V.astype(np.int8)  # type: ignore[return-value]
 
@@ -88,12 +94,13 @@ def pv_tile_case(cfg: KaleidoConfig, rng: np.random.Generator, n_tiles: int = 2,
     """``(in_words, expected_out_words)`` of the block case's stage
     (:data:`CASE_TILE`, :data:`CASE_ROWS`): ``n_tiles`` query tiles, the
     first of 1 row over one full key tile, the others of 1 to 6 rows over 1
-    to 3 key tiles of random (partial, odd) shapes."""
+    to 3 key tiles of random (partial, odd) shapes; P mostly small with
+    small-P pairing (``cfg.pv_pairs``)."""
     qts = []
     for i in range(n_tiles):
         rows = 1 if i == 0 else int(rng.integers(1, CASE_ROWS + 1))
         shapes = [CASE_TILE] if i == 0 else [_shape(rng, CASE_TILE) for _ in range(int(rng.integers(1, 4)))]
-        qts.append([random_key_tile(rng, s, rows, cfg.d, source) for s in shapes])
+        qts.append([random_key_tile(rng, s, rows, cfg.d, source, small_p=cfg.pv_pairs) for s in shapes])
     return pv_tile_words(cfg, CASE_TILE, CASE_ROWS, qts)
 
 

@@ -38,7 +38,9 @@ def cases(block: str, seed: int) -> list[Case]:
     if block == "pv_tile":  # full, partial and odd key tiles (batch 4: padded passes), every stall pattern
         small = (("batch", 4), ("split", (5, 3, 4)))
         kinds = ("random", "video")
-        return [Case(block, seed + k, i, o, source=kinds[k % 2], config=small) for k, (i, o) in enumerate(STALLS)]
+        out = [Case(block, seed + k, i, o, source=kinds[k % 2], config=small) for k, (i, o) in enumerate(STALLS)]
+        pairs = (*small, ("pv_pairs", True))  # small-P pairing: P mostly below 16
+        return out + [Case(block, seed + 7, "random", "random", source="random", config=pairs)]
     out = [Case(block, seed + k, i, o) for k, (i, o) in enumerate(STALLS)]
     if block in ("detector", "matcher", "scheduler", "window_detector"):
         out.append(Case(block, seed, "random", "random", source="workload"))

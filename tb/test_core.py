@@ -43,7 +43,7 @@ def _check_core(grid, tile, config: KaleidoConfig, pv_buffers: int = 2, s_buffer
     ref = core_reference(Q, K, V, grid, scales, config, core)
     label = "" if config.sub_arrays is None else f" {config.sub_arrays}"
     assert np.array_equal(o, ref), f"seed {SEED}{label}: {(o != ref).sum()} of {o.size} outputs differ"
-    model = core_cycles(Q, K, V, grid, config, core)
+    model = core_cycles(Q, K, V, grid, config, core, scales=scales)
     assert cycles == model, f"seed {SEED}{label}: the core took {cycles} cycles, the model says {model}"
     return model
 
@@ -160,21 +160,33 @@ def test_core_and_model_reject_spilling_s():
         core_cycles(Q, K, V, (2, 2, 4), KaleidoConfig(split=(5, 4, 7), batch=4), spill)
 
 
-def test_core_and_model_reject_small_p_pairing():
-    """Small-P pairing is built in the P V array only: the core, its P V
-    tile stage and the core's cycle count say so rather than mis-count."""
-    from kaleido.hdl.core import KaleidoAttentionCore
-    from kaleido.hdl.pv_tile import PvTile
+def test_core_with_small_p_pairing():
+    """Small-P pairing (``pv_pairs``, issue 14) in the core: O bit-exact
+    (the products are the same) and the cycles the model's with each tile's
+    P (:func:`kaleido.golden.core.query_tile_p`); the P V stage's beats are
+    fewer than without pairing (on a head this small the engine's loads
+    outlast the P V stage, so the core's cycles stay the same); the model
+    asks for the scales it needs."""
+    from kaleido.golden.core import query_tile_p
+    from kaleido.loopnest import tile_boxes
+    from kaleido.model import pv_tile_run
 
-    pairs = KaleidoConfig(split=(4, 4, 4), batch=4, pv_pairs=True)
-    core = CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=64)
-    with pytest.raises(ValueError, match="pv_pairs=True: small-P pairing is built in the P V array"):
-        KaleidoAttentionCore(pairs, core)
-    with pytest.raises(ValueError, match="pv_pairs=True: the P V tile stage"):
-        PvTile(pairs)
-    Q, K, V, _ = core_head((2, 2, 4), (4, 4, 4), SEED)
-    with pytest.raises(ValueError, match="pv_pairs=True"):
-        core_cycles(Q, K, V, (2, 2, 4), pairs, core)
+    grid, tile = (2, 4, 4), (2, 2, 4)
+    config = KaleidoConfig(split=(4, 4, 4), batch=4, pv_pairs=True)
+    _check_core(grid, tile, config, pv_buffers=1)
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64, pv_buffers=1)
+    Q, K, V, scales = core_head(grid, config.split, SEED)
+    boxes = tile_boxes(grid, tile)
+    beats = {True: 0, False: 0}
+    for qb in boxes:
+        ps = query_tile_p(Q, K, qb, boxes, config.split, scales, thresholds=config.thresholds)
+        for kb, p in zip(boxes, ps, strict=True):
+            for pairs in beats:
+                run = pv_tile_run(V[kb.tokens], kb.shape, len(qb.tokens), config.replace(pv_pairs=pairs), p)
+                beats[pairs] += run[0]
+    assert beats[True] < beats[False], f"seed {SEED}: {beats}"
+    with pytest.raises(ValueError, match="pv_pairs needs scales"):
+        core_cycles(Q, K, V, grid, config, core)
 
 
 def test_core_rejects_an_unknown_variant():

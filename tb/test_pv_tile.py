@@ -26,13 +26,16 @@ CONFIGS = {
 WALK = [(1, [(2, 2, 4)]), (6, [(1, 2, 3), (2, 1, 4), (2, 2, 4)]), (3, [(2, 2, 1)]), (5, [(1, 1, 1), (2, 2, 3)])]
 
 
-def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None):
+def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None, small=None):
+    """One walk through the stage: expected and RTL totals, RTL and model
+    cycles. ``small``: P mostly below 16 (default: with ``pv_pairs``)."""
     rng = np.random.default_rng(seed)
-    qts = [[random_key_tile(rng, s, rows, cfg.d, source) for s in shapes] for rows, shapes in walk]
+    small = cfg.pv_pairs if small is None else small
+    qts = [[random_key_tile(rng, s, rows, cfg.d, source, small_p=small) for s in shapes] for rows, shapes in walk]
     ins, expected = pv_tile_words(cfg, TILE, 6, qts)
     bench = lambda be: stream_bench(be, ins, in_stall=stalls[0], out_stall=stalls[1], seed=seed, drain=2000)
     got, cycles = simulate(PvTile(cfg, TILE, 6, buffers=buffers), bench)
-    model = pv_tile_cycles([(kts[0][1].shape[0], [(V, s) for s, _, V in kts]) for kts in qts], cfg, buffers)
+    model = pv_tile_cycles([(kts[0][1].shape[0], [(V, s, P) for s, P, V in kts]) for kts in qts], cfg, buffers)
     return expected, got, cycles, model
 
 
@@ -76,6 +79,28 @@ def test_one_buffer_is_the_first_stage(seed):
             beats, last = pv_tile_beats(V, shape, rows, cfg)
             t += 1 + n + rows * n + beats - last + PV_TILE_ISSUE - 1
     assert pv_tile_cycles(walk, cfg, buffers=1) == t + last + pv_tile_tail(walk[-1][0], cfg) + 1, f"seed {seed}"
+
+
+PAIRS = {
+    "b4": KaleidoConfig(batch=4, split=(5, 3, 4), pv_pairs=True),
+    "b16": KaleidoConfig(batch=16, split=(4, 6, 2), pv_pairs=True),
+    "2x2": KaleidoConfig(batch=8, array_rows=2, array_cols=2, split=(2, 3, 2), pv_pairs=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_small_p_pairing_is_exact_and_the_model_is_the_rtl(name, buffers, seed):
+    """Small-P pairing (``pv_pairs``, issue 14) in the stage: P mostly
+    below 16, padded passes and two-half units: every total equals
+    golden's, the cycles equal :func:`pv_tile_cycles` with each key tile's
+    P, and they are fewer than the same stage's without pairing."""
+    cfg = PAIRS[name]
+    expected, got, cycles, model = _run(cfg, WALK, seed, buffers=buffers)
+    assert got == expected, f"seed {seed}"
+    assert cycles == model, f"seed {seed}: RTL {cycles} cycles, model {model}"
+    _, _, plain, _ = _run(cfg.replace(pv_pairs=False), WALK, seed, buffers=buffers, small=True)
+    assert cycles < plain, f"seed {seed}: pairing {cycles} cycles, without {plain}"
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
