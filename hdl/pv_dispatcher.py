@@ -49,6 +49,11 @@ class PvDispatcher(wiring.Component):
     ``SKIP``/``R1`` on ``v_f``). Beats are FULL8, phase T3, ``pv = 1``;
     the unit's ``last`` rides on its final beat.
 
+    With small-P pairing (``config.pv_pairs``, :meth:`_pairing`) two
+    small halves may share a paired beat (DUAL_LO), one small half may be
+    held back for a later unit, and a unit takes one to three beats (the
+    pass's last unit may first issue the held half alone).
+
     Throughput: one beat per cycle while ``beats.ready``; latency one cycle
     (the detector's register) from a unit's transfer to its first beat.
     """
@@ -109,13 +114,13 @@ class PvDispatcher(wiring.Component):
             beat.ctl.phase.eq(Phase.T3),
             beat.ctl.pv.eq(1),
         ]
+        final = Signal()  # the unit's last beat: it leaves the detector
+        m.d.comb += [
+            det.o.ready.eq(self.beats.ready & final),
+            beat.ctl.last.eq(side.last & final),
+        ]
         if not cfg.pv_pairs:
-            final = single | second
-            m.d.comb += [
-                det.o.ready.eq(self.beats.ready & final),
-                beat.ctl.kind.eq(SlotKind.FULL8),
-                beat.ctl.last.eq(side.last & final),
-            ]
+            m.d.comb += [final.eq(single | second), beat.ctl.kind.eq(SlotKind.FULL8)]
             for r in range(R):
                 m.d.comb += [
                     beat.rows[r].r0.eq(side.p_a[r]),
@@ -130,10 +135,10 @@ class PvDispatcher(wiring.Component):
             with m.If(self.beats.valid & self.beats.ready):
                 m.d.sync += second.eq(~final)
             return m
-        self._pairing(m, det, side, pre, single, second, sel1, sel2)
+        self._pairing(m, det, side, pre, single, second, final, sel1, sel2)
         return m
 
-    def _pairing(self, m: Module, det, side, pre, single, second, sel1, sel2) -> None:
+    def _pairing(self, m: Module, det, side, pre, single, second, final, sel1, sel2) -> None:
         """Small-P pairing (``config.pv_pairs``; the rule is
         :func:`kaleido.golden.pv.pair_pass`'s): a half is *small* when each
         column that selects an operand and whose V is not 0 has that
@@ -188,8 +193,8 @@ class PvDispatcher(wiring.Component):
         # (alone, or the pair's second) is its second; ``final``: the unit
         # is done; ``store``: its small half is held back; ``drop``: the
         # held half is issued
-        pair, a_pend, use_h2, final, store, drop, flush = (
-            Signal(name=n) for n in ("pair", "a_pend", "use_h2", "final", "store", "drop", "flush")
+        pair, a_pend, use_h2, store, drop, flush = (
+            Signal(name=n) for n in ("pair", "a_pend", "use_h2", "store", "drop", "flush")
         )
         m.d.comb += flush.eq(side.last & pend_valid & ~((~two & s1) | (two & (s1 ^ s2))))
         with m.If(second):
@@ -204,11 +209,7 @@ class PvDispatcher(wiring.Component):
             m.d.comb += [pair.eq(1), a_pend.eq(1), use_h2.eq(s2), drop.eq(1)]
         with m.Elif((s1 ^ s2) & ~side.last):
             m.d.comb += [use_h2.eq(s1), store.eq(1), final.eq(1)]
-        m.d.comb += [
-            det.o.ready.eq(self.beats.ready & final),
-            beat.ctl.kind.eq(Mux(pair, SlotKind.DUAL_LO, SlotKind.FULL8)),
-            beat.ctl.last.eq(side.last & final),
-        ]
+        m.d.comb += beat.ctl.kind.eq(Mux(pair, SlotKind.DUAL_LO, SlotKind.FULL8))
         # the unit's half in use
         hv = [Mux(use_h2, v2[c], v1[c]) for c in range(C)]
         hsel = [Mux(use_h2, sel2[c], sel1[c]) for c in range(C)]
