@@ -63,8 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--sub-arrays",
         default=None,
-        help="N or RxC: the Q K^T engine's passes on small arrays behind a shared queue (issue 14; "
-        "default: one 4x4 array)",
+        help="N or RxC, the size of each small array: the Q K^T engine's passes on small arrays behind a "
+        "shared queue (issue 14; 1 = sixteen 1x1 arrays; default: one 4x4 array)",
     )
     ap.add_argument(
         "--pv-pairs",
