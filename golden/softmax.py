@@ -37,6 +37,7 @@ import numpy as np
 from ..checks import as_int8, check_qkv, check_scales, check_thresholds
 from ..config import SoftmaxFormat
 from .attention import metrics, softmax_attention
+from .grouped import grouped_scores
 from .pv import v_effective
 from .reuse import exact_matmul, reuse_scores
 
@@ -48,6 +49,7 @@ __all__ = [
     "fixed_attention",
     "float_softmax",
     "fixed_reuse_attention",
+    "head_p",
 ]
 
 
@@ -152,3 +154,15 @@ def fixed_reuse_attention(
         Qf, Kf, Vf = (np.asarray(x, dtype=np.float64) for x in reference)
         result["vs_float"] = metrics(real, softmax_attention(Qf @ Kf.T / math.sqrt(Q.shape[1]), Vf))
     return result
+
+
+def head_p(Q, K, grid, split, thresholds, *, scales, fmt: SoftmaxFormat | None = None) -> np.ndarray:
+    """A head's P operand as the whole-attention array computes it: the
+    fixed-point softmax (:func:`fixed_softmax`) of the reuse scores with
+    per-group ``thresholds`` (:func:`kaleido.golden.grouped.grouped_scores`),
+    int64 ``(N, N)`` in ``0 .. 2^p_bits - 1``. What small-P pairing
+    (``KaleidoConfig.pv_pairs``) inspects; the tiled core computes its P
+    per tile (:func:`kaleido.golden.core.query_tile_p`)."""
+    qs, ks, _ = check_scales(scales)
+    S = grouped_scores(Q, K, grid, split, thresholds)
+    return fixed_softmax(S, qs * ks / math.sqrt(Q.shape[1]), fmt or SoftmaxFormat()).p

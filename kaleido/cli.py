@@ -111,6 +111,12 @@ def _perf_parser(sub):
         help="with --engine: the engine's 4x4 passes on small arrays of RxC behind a shared queue "
         "(issue 14, docs/ENGINE.md 'Small arrays'; default: one 4x4 array)",
     )
+    hw.add_argument(
+        "--pv-pairs",
+        action="store_true",
+        help="small-P pairing on P V (issue 14, docs/DESIGN.md): two P V beats whose P is below 16 as one; "
+        "the P V cycles then depend on the head's P (computed here)",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")
     out.add_argument("--csv", metavar="PATH")
@@ -207,6 +213,8 @@ def _perf(args):
         cfg = cfg.replace(group_thresholds=load_thresholds(args.thresholds))
     if args.pass_gap < 0:
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
+    if getattr(args, "pv_pairs", False):
+        cfg = cfg.replace(pv_pairs=True)
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
         if cfg.group_thresholds is None:
@@ -249,6 +257,7 @@ def _perf(args):
         "array": [cfg.array_rows, cfg.array_cols],
         "arrays": args.arrays,
         "pass_gap": args.pass_gap,
+        "pv_pairs": cfg.pv_pairs,
     }
     engine = None
     if args.sub_arrays is not None and not args.engine:
@@ -264,12 +273,18 @@ def _perf(args):
         result["config"]["sub_arrays"] = None if ecfg.sub_arrays is None else list(ecfg.sub_arrays)
         engine = engine_cycles(w.q, w.k, w.grid, w.split, ecfg)
         result["engine"] = engine.as_dict()
-    from .model import attention_stages
+    from .model import attention_stages, pv_cycles
 
-    result.update(attention_stages(r, w.v, w.grid, w.split, cfg))
+    P = None
+    if cfg.pv_pairs:
+        from .golden.softmax import head_p
+
+        P = head_p(w.q, w.k, w.grid, w.split, cfg.thresholds, scales=w.scales)
+    pv = pv_cycles(w.v, w.grid, w.split, cfg, P=P)
+    result.update(attention_stages(r, w.v, w.grid, w.split, cfg, pv=pv))
     from .energy import attention_energy
 
-    energy = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r, args.energy_table)
+    energy = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r, args.energy_table, pv=pv)
     result["energy"] = energy
     scheduler, matcher = VARIANTS[args.variant]
     clock = clocks(scheduler, matcher, args.synth_report)
@@ -280,13 +295,15 @@ def _perf(args):
         f"variant {r.variant}, {args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
         f"(F,P) t {cfg.thresholds[0]} x {cfg.thresholds[1]} y {cfg.thresholds[2]} (P V F={cfg.F}), "
         f"{cfg.accumulators} accumulators, design {cfg.design or 'custom'}"
+        + (", small-P pairing on P V" if cfg.pv_pairs else "")
     )
     print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  utilization {r.utilization:.1%}")
     print(f"ops: dense {r.ops['dense']:,}  oracle {r.ops['oracle']:,}  hw {r.ops['hw']:,}")
     print(
         f"time: speedup {result['time']['speedup']:.3f}x (cycles {r.speedup:.3f}x x clocks "
         f"{clock.kaleido_mhz:.1f} MHz core, limited by {clock.limited_by} / {clock.dense_mhz:.1f} MHz dense; "
-        f"Fmax from {clock.source})"
+        f"Fmax from {clock.source}"
+        + ("; the blocks without pairing, which lowers the PE's Fmax 6.5 %, docs/DESIGN.md)" if cfg.pv_pairs else ")")
     )
     for name, st in result["stages"].items():
         print(

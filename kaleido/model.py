@@ -1217,7 +1217,9 @@ def pair_occupancy(two: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarra
     return occ
 
 
-def attention_stages(qk: ModelResult, V, grid, split=None, config: KaleidoConfig | None = None, fmt=None) -> dict:
+def attention_stages(
+    qk: ModelResult, V, grid, split=None, config: KaleidoConfig | None = None, fmt=None, *, P=None, pv=None
+) -> dict:
     """Whole attention of a head (issue 12): ``stages`` ``qk`` (``qk``, the
     :func:`run_model` result), ``softmax`` (the softmax unit, then the
     output scaler: :func:`softmax_cycles` + :func:`output_scaler_cycles`,
@@ -1227,12 +1229,15 @@ def attention_stages(qk: ModelResult, V, grid, split=None, config: KaleidoConfig
     ``attention``: the totals ``cycles``, ``dense_cycles`` and ``speedup``.
     The stages run one after another (the array does Q K^T, then P V; the
     overlap of a pipelined core is issue 13); the dense array runs the same
-    softmax unit."""
+    softmax unit. With small-P pairing (``config.pv_pairs``) P V's cycles
+    depend on ``P``, the head's P operand
+    (:func:`kaleido.golden.softmax.head_p`), which is then required;
+    ``pv``: :func:`pv_cycles`' result if already computed (``P`` unused)."""
     config = config or KaleidoConfig()
     fmt = fmt or SoftmaxFormat()
     n, d = V.shape
     lanes = config.array_cols
-    pv = pv_cycles(V, grid, split, config)
+    pv = pv or pv_cycles(V, grid, split, config, P=P)
     sm = softmax_cycles(n, n, lanes, fmt) + output_scaler_cycles(n, d, lanes)
     stages: dict[str, dict] = {
         "qk": {"cycles": qk.cycles, "dense_cycles": qk.dense_cycles, "ops": dict(qk.ops)},

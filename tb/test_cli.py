@@ -60,6 +60,35 @@ def test_perf_whole_attention(tmp_path, capsys):
     assert "stage pv" in out and "attention: cycles" in out
 
 
+def test_perf_small_p_pairing(tmp_path, capsys):
+    """``--pv-pairs``: the P V stage is :func:`pv_cycles` with the head's P
+    (computed here on its own path: the fixed-point softmax of the one-pair
+    reuse scores), fewer cycles than without; Q K^T and the dense counts
+    do not move."""
+    import math
+
+    from kaleido.golden.reuse import reuse_scores
+    from kaleido.golden.softmax import fixed_softmax
+    from kaleido.model import pv_cycles
+
+    runs = {}
+    for pairs in (False, True):
+        j = tmp_path / f"r{pairs}.json"
+        argv = ["perf", "--grid", "2,4,6", "--seed", "3", "--F", "5", "--P", "3", "--quality", "off", "--json", str(j)]
+        assert main(argv + (["--pv-pairs"] if pairs else [])) == 0
+        runs[pairs] = json.loads(j.read_text())
+    assert runs[True]["config"]["pv_pairs"] and not runs[False]["config"]["pv_pairs"]
+    w = synthetic_video("hunyuan", (2, 4, 6), "slow", 3)
+    qs, ks, _ = w.scales
+    P = fixed_softmax(reuse_scores(w.q, w.k, w.grid, w.split, 5, 3), qs * ks / math.sqrt(w.d)).p
+    pv = pv_cycles(w.v, w.grid, w.split, KaleidoConfig(F=5, P=3, pv_pairs=True), P=P)
+    off, on = runs[False]["stages"], runs[True]["stages"]
+    assert on["pv"]["cycles"] == pv.cycles < off["pv"]["cycles"]
+    assert on["pv"]["dense_cycles"] == off["pv"]["dense_cycles"] and on["qk"] == off["qk"]
+    assert runs[True]["attention"]["speedup"] > runs[False]["attention"]["speedup"]
+    assert "small-P pairing on P V" in capsys.readouterr().out
+
+
 def test_perf_linear(tmp_path, capsys):
     """``--op linear``: the model of a layer, its JSON and its errors."""
     from kaleido.config import LinearReuse
