@@ -251,6 +251,30 @@ MUTANTS = [
         "beat.ctl.last.eq(side.last)",
         "P V dispatcher",
     ),
+    # small-P pairing on P V (issue 14, config.pv_pairs): the small-half test, the flush of a held half
+    # at a pass's end, pairing a unit's two halves, half B's P nibble in the PE
+    Mutant(
+        "pv_pair_zero_v",
+        "hdl/pv_dispatcher.py",
+        "bad.append((v != 0) & big)",
+        "bad.append(big)",
+        "P V pairing",
+    ),
+    Mutant(
+        "pv_pair_flush",
+        "hdl/pv_dispatcher.py",
+        "flush.eq(side.last & pend_valid & ~",
+        "flush.eq(pend_valid & ~",
+        "P V pairing",
+    ),
+    Mutant("pv_pair_both", "hdl/pv_dispatcher.py", "with m.Elif(s1 & s2):", "with m.Elif(s1 & s2 & 0):", "P V pairing"),
+    Mutant(
+        "pe_pair_nibble_b",
+        "hdl/pe.py",
+        'x_b = self._nibble_operand(m, col.k1, row, 4, "x_b")',
+        'x_b = self._nibble_operand(m, col.k1, row, 0, "x_b")',
+        "P V pairing",
+    ),
     # the banked accumulation buffer (issue 13): routing, FIFO full, the read-after-write forward, the hold
     Mutant(
         "s_bank_route",
