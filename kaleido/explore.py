@@ -56,8 +56,8 @@ from .explore_model import (
     qk_timing,
     softmax_stage_cycles,
 )
-from .golden.grouped import check_group_thresholds, grouped_scores, hw_attention, int8_attention
-from .golden.softmax import fixed_softmax
+from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
+from .golden.softmax import head_p
 from .golden.windows import window_bound
 from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
 
@@ -765,11 +765,10 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
 @functools.lru_cache(maxsize=4)
 def _p_operand(spec: WorkloadSpec, fp: tuple) -> np.ndarray:
     """The P operand of a head (the fixed-point softmax of its reuse scores
-    with thresholds ``fp``, :func:`kaleido.golden.softmax.fixed_softmax`):
+    with thresholds ``fp``, :func:`kaleido.golden.softmax.head_p`):
     what the small-P pairing (``Candidate.pv_small``) inspects."""
     w = spec.load()
-    qs, ks, _ = w.scales
-    return fixed_softmax(grouped_scores(w.q, w.k, w.grid, w.split, fp), qs * ks / math.sqrt(w.d)).p
+    return head_p(w.q, w.k, w.grid, w.split, fp, scales=w.scales)
 
 
 @functools.lru_cache(maxsize=4)
