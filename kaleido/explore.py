@@ -183,6 +183,9 @@ class Candidate:
     #: dB above the floor a ``"group-calibrated"`` candidate chooses at
     margin: float = 0.0
     pv_small: int | None = None
+    #: ``(rows, cols)``: P V on one array of that shape (16 PEs) instead of
+    #: the candidate's Q K^T arrays (the core's P V stage is one 4x4 ``PvArray``)
+    pv_shape: tuple | None = None
     rtl: str = "yes"
     area: str = "the built design"
     note: str = ""
@@ -210,6 +213,13 @@ class Candidate:
             isinstance(self.pv_small, bool) or not isinstance(self.pv_small, int) or not 1 <= self.pv_small <= 16
         ):
             raise ValueError(f"pv_small must be None or an integer in 1..16, not {self.pv_small!r}")
+        if self.pv_shape is not None and (
+            not isinstance(self.pv_shape, tuple)
+            or len(self.pv_shape) != 2
+            or not all(isinstance(x, int) and x > 0 for x in self.pv_shape)
+            or self.pv_shape[0] * self.pv_shape[1] != 16
+        ):
+            raise ValueError(f"pv_shape must be None or (rows, cols) of one 16-PE array, not {self.pv_shape!r}")
         if self.rtl not in ("yes", "config", "no"):
             raise ValueError(f"rtl must be 'yes', 'config' or 'no', not {self.rtl!r}")
         if self.rows * self.cols * self.arrays != 16:
@@ -504,8 +514,33 @@ def candidates() -> list[Candidate]:
             area=stack_area + "; per-PE issue",
         ),
     ]
+    out += built_candidates(out)
     out += small_p_candidates(out)
     return out
+
+
+def built_candidates(base: list[Candidate]) -> list[Candidate]:
+    """What the attention core builds beyond the default (issue 14): its
+    ``Q K^T`` engine on 16 1x1 arrays behind a shared pass queue
+    (``KaleidoConfig(sub_arrays=(1, 1))``, the ``default 16x 1x1 queue``
+    candidate's ``Q K^T``) and its P V stage's one 4x4 ``PvArray``."""
+    by_name = {c.name: c for c in base}
+    q = by_name.get("default 16x 1x1 queue")
+    if q is None:
+        raise ValueError("built_candidates: no base candidate 'default 16x 1x1 queue'")
+    return [
+        dataclasses.replace(
+            q,
+            name="default 16x 1x1 queue, P V 4x4",
+            family="built",
+            pv_shape=(4, 4),
+            rtl="yes",
+            area="the core with sub_arrays=(1, 1): 4,713,288 logic transistors against the default core's "
+            "4,164,328 (docs/CORE.md, make synth --cores)",
+            note="the core as built with KaleidoConfig(sub_arrays=(1, 1)): Q K^T on 16 1x1 arrays behind a "
+            "shared pass queue, P V on the one 4x4 PvArray",
+        )
+    ]
 
 
 #: array shapes at 16 PEs besides one 4x4: (rows, cols, arrays)
@@ -567,6 +602,7 @@ def shape_candidates() -> list[Candidate]:
 SMALL_P_BASES = (
     "default",
     "default 16x 1x1 queue",
+    "default 16x 1x1 queue, P V 4x4",
     "stack: adaptive group + 16x 1x1 acc4",
     "stack: calibrated group +1.5 dB + 16x 1x1 acc4",
 )
@@ -610,7 +646,8 @@ def small_p_candidates(base: list[Candidate]) -> list[Candidate]:
             note="small-P pairing with V reuse off (V's FULL threshold 9): the pairing does the P V work, "
             "and the quality V reuse cost goes to Q K^T's thresholds",
         )
-        for n in SMALL_P_BASES[2:]
+        for n in SMALL_P_BASES
+        if n.startswith("stack")
     ]
 
 
@@ -730,7 +767,12 @@ def _measure_fixed(spec: WorkloadSpec, cand: Candidate, thresholds, v_full) -> d
     )
     vf = tuple(F for F, _ in fp) if v_full is None else tuple(int(x) for x in v_full)
     p = None if cand.pv_small is None else _p_operand(spec, fp)
-    pv = pv_timing(w.v, w.grid, w.split, cfg, vf, arrays=cand.arrays, p=p, small_p=cand.pv_small)
+    pv_cfg, pv_arrays = (
+        (cfg, cand.arrays)
+        if cand.pv_shape is None
+        else (cfg.replace(array_rows=cand.pv_shape[0], array_cols=cand.pv_shape[1]), 1)
+    )
+    pv = pv_timing(w.v, w.grid, w.split, pv_cfg, vf, arrays=pv_arrays, p=p, small_p=cand.pv_small)
     sm = softmax_stage_cycles(w.n, w.d)
     psnr, cosine = quality(spec, fp, vf)
     att = qk.cycles + sm + pv["cycles"]

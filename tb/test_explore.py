@@ -206,6 +206,27 @@ def test_candidate_numbers_equal_a_direct_model_call(head):
     assert row["psnr"] == pytest.approx(hw["vs_int8"]["psnr"])
 
 
+def test_the_built_core_candidates_are_the_rtl_models(head):
+    """``default 16x 1x1 queue, P V 4x4``: Q K^T as the 16 1x1 arrays'
+    candidate, P V as the default design's one 4x4 array; with small-P
+    pairing, P V is :func:`kaleido.model.pv_cycles` with the head's P (the
+    count the RTL's ``PvArray`` matches cycle for cycle)."""
+    from kaleido.explore import DEFAULT, candidates
+    from kaleido.golden.softmax import head_p
+
+    by_name = {c.name: c for c in candidates()}
+    built = measure(SMALL, by_name["default 16x 1x1 queue, P V 4x4"])
+    assert built["qk_cycles"] == measure(SMALL, by_name["default 16x 1x1 queue"])["qk_cycles"]
+    default = measure(SMALL, DEFAULT)
+    assert (built["pv_cycles"], built["pv_dense_cycles"]) == (default["pv_cycles"], default["pv_dense_cycles"])
+    paired = measure(SMALL, by_name["default 16x 1x1 queue, P V 4x4 + small-P pairs"])
+    cfg = DEFAULT.config(head.split).replace(pv_pairs=True)
+    P = head_p(head.q, head.k, head.grid, head.split, cfg.thresholds, scales=head.scales)
+    assert paired["pv_cycles"] == pv_cycles(head.v, head.grid, head.split, cfg, P=P).cycles < built["pv_cycles"]
+    with pytest.raises(ValueError, match=r"pv_shape must be .* not \(2, 4\)"):
+        Candidate("x", "built", pv_shape=(2, 4))
+
+
 def test_reuse_off_is_the_dense_baseline():
     row = measure(SMALL, Candidate("off", "thresholds", (9, 9), accumulators=4))
     assert row["psnr"] == float("inf")
