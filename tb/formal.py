@@ -35,6 +35,8 @@ __all__ = [
     "StreamHolds",
     "PEArithmetic",
     "PEPvArithmetic",
+    "PEPvPairArithmetic",
+    "pv_pair_product",
     "MatcherFunction",
     "Proof",
     "PROOFS",
@@ -935,6 +937,60 @@ class PEPvArithmetic(wiring.Component):
         with m.Elif(~first):
             m.d.comb += Assert(~pe.tile.valid)
         return m
+
+
+class PEPvPairArithmetic(wiring.Component):
+    """The PE with small-P pairing (``KaleidoConfig(pv_pairs=True)``) from
+    reset, one paired P V slot (DUAL_LO, phase T3, ``last``), for every row
+    port (``r0``, ``r1``, ``s``), two V values and two selects (SMT): it
+    drains ``x_a * k + x_b * kb``, ``x_a`` the low nibble of the operand
+    ``k0`` selects and ``x_b`` the high nibble of the one ``k1`` selects
+    (0 for SKIP; :meth:`kaleido.golden.pe.PEModel.step_pv_pair`)."""
+
+    def __init__(self):
+        from kaleido.hdl.layouts import COL, ROW
+
+        super().__init__({"row": In(ROW), "col": In(COL)})
+
+    def elaborate(self, platform: Any) -> Module:
+        from kaleido.hdl.encoding import Phase, SlotKind
+        from kaleido.hdl.pe import KaleidoPE
+
+        m = Module()
+        m.submodules.pe = pe = KaleidoPE(KaleidoConfig(pv_pairs=True))
+        first = Signal(init=1)
+        m.d.sync += first.eq(0)
+        step = Signal(range(pe.latency + 1))
+        with m.If(step < pe.latency):
+            m.d.sync += step.eq(step + 1)
+        m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
+        with m.If(first):
+            m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1), pe.ctl_in.pv.eq(1)]
+            m.d.comb += [pe.ctl_in.kind.eq(SlotKind.DUAL_LO), pe.ctl_in.phase.eq(Phase.T3)]
+        row, col = Signal.like(self.row), Signal.like(self.col)
+        with m.If(first):  # the slot's operands, held
+            m.d.sync += [row.eq(self.row), col.eq(self.col)]
+        expected = Signal(signed(20))
+        m.d.comb += expected.eq(pv_pair_product(row, col))
+        with m.If(step == pe.latency):
+            m.d.comb += [Assert(pe.tile.valid), Assert(pe.tile.value == expected)]
+        with m.Elif(~first):
+            m.d.comb += Assert(~pe.tile.valid)
+        return m
+
+
+def pv_pair_product(row: Any, col: Any) -> Value:
+    """What a paired P V beat (DUAL_LO) must add in a PE: the low nibble of
+    the operand ``k0`` selects (``r0``, ``r1``, ``s``; 0 for SKIP) times
+    ``k`` plus the high nibble of the one ``k1`` selects times ``kb``
+    (:func:`kaleido.golden.pe.pv_pair_operand`)."""
+    from kaleido.hdl.encoding import PvSelect
+
+    def nibble(sel: Any, lo: int) -> Value:
+        ops = [Cat(x.as_unsigned()[lo : lo + 4], Const(0, 1)).as_signed() for x in (row.r0, row.r1, row.s)]
+        return Mux(sel == PvSelect.R0, ops[0], Mux(sel == PvSelect.R1, ops[1], Mux(sel == PvSelect.SUM, ops[2], 0)))
+
+    return nibble(col.k0, 0) * col.k.as_signed() + nibble(col.k1, 4) * col.kb.as_signed()
 
 
 class MatcherFunction(wiring.Component):
@@ -2182,11 +2238,13 @@ def _softmax() -> wiring.Component:
     return SoftmaxUnit(KaleidoConfig())
 
 
-def _stream_holds(design: str, outputs: tuple[str, ...]) -> Callable[[], wiring.Component]:
+def _stream_holds(
+    design: str, outputs: tuple[str, ...], config: KaleidoConfig | None = None
+) -> Callable[[], wiring.Component]:
     def build() -> wiring.Component:
         from kaleido.hdl.emit import DESIGNS
 
-        return StreamHolds(DESIGNS[design](KaleidoConfig()), outputs)
+        return StreamHolds(DESIGNS[design](config or KaleidoConfig()), outputs)
 
     return build
 
@@ -2203,6 +2261,10 @@ PROOFS = {
         "matcher_function", lambda: MatcherFunction(KaleidoConfig(batch=8, lookahead=4)), mode="bmc", depth=12
     ),
     "pv_dispatcher_stream": Proof("pv_dispatcher_stream", _stream_holds("pv_dispatcher", ("beats",))),
+    "pv_dispatcher_pairs_stream": Proof(
+        "pv_dispatcher_pairs_stream", _stream_holds("pv_dispatcher", ("beats",), KaleidoConfig(pv_pairs=True))
+    ),
+    "pe_pv_pair_products": Proof("pe_pv_pair_products", PEPvPairArithmetic, mode="bmc", depth=3),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
     "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),
     "softmax_stream": Proof("softmax_stream", lambda: SoftmaxStream(_softmax()), depth=2),
@@ -2419,6 +2481,7 @@ _BANKED_WHY = (
     "one bank in a cycle, a full FIFO, a forward) all occur at this size. Step 9 takes z3 more than 5 minutes; "
     "yices checks depth 9 in 7 s, and step 10 alone in about 5 minutes"
 )
+
 
 PROOFS.update(
     {

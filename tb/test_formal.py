@@ -369,6 +369,14 @@ FORMAL_MUTANTS = [
         "for a in range(A):",
         "small arrays",
     ),
+    # the pairing dispatcher moves on (its held half, its unit's second half) while its beat is stalled
+    Mutant(
+        "pv_pair_moves_under_stall",
+        "hdl/pv_dispatcher.py",
+        "with m.If(self.beats.valid & self.beats.ready):\n            m.d.sync += [second.eq(~final & ~flush)",
+        "with m.If(self.beats.valid):\n            m.d.sync += [second.eq(~final & ~flush)",
+        "P V pairing",
+    ),
 ]
 
 #: seeded bugs (tb/mutate.py and FORMAL_MUTANTS) and the proof each must make fail
@@ -431,6 +439,9 @@ SEEDED = [
     ("array_set_skips_block", "array_set_queue"),
     ("array_set_ignores_hold", "array_set_queue"),
     ("array_set_highest_free", "array_set_queue"),
+    # small-P pairing: half B's P from the low nibble in the PE; the dispatcher moving on under a stall
+    ("pe_pair_nibble_b", "pe_pv_pair_products"),
+    ("pv_pair_moves_under_stall", "pv_dispatcher_pairs_stream"),
 ]
 
 
