@@ -117,7 +117,8 @@ def test_perf_linear(tmp_path, capsys):
 
 
 def test_perf_engine(tmp_path, capsys):
-    from kaleido.model import engine_cycles
+    from kaleido.golden.softmax import head_p
+    from kaleido.model import engine_cycles, output_scaler_cycles, pv_cycles, softmax_cycles
 
     j = tmp_path / "r.json"
     assert main(["perf", "--grid", "2,4,4", "--engine", "--json", str(j)]) == 0
@@ -135,6 +136,18 @@ def test_perf_engine(tmp_path, capsys):
     small = engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig(sub_arrays=(1, 1)))
     assert data["engine"] == small.as_dict() and data["config"]["sub_arrays"] == [1, 1]
     assert small.compute != engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig()).compute
+    # whole attention with the small arrays' Q K^T and small-P pairing: the built core's best design
+    argv = ["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "1", "--pv-pairs", "--json", str(j)]
+    assert main(argv) == 0
+    data = json.loads(j.read_text())
+    cfg = KaleidoConfig(pv_pairs=True)
+    pv = pv_cycles(w.v, w.grid, w.split, cfg, P=head_p(w.q, w.k, w.grid, w.split, cfg.thresholds, scales=w.scales))
+    sm = softmax_cycles(w.n, w.n, 4) + output_scaler_cycles(w.n, w.d, 4)
+    dense = small.dense_cycles + sm + pv.dense_cycles
+    want = {"cycles": small.compute + sm + pv.cycles, "dense_cycles": dense}
+    assert {k: data["attention_engine"][k] for k in want} == want
+    assert data["attention_engine"]["speedup"] > data["attention"]["speedup"]  # 16 1x1 arrays beat one 4x4
+    assert "attention with the engine's Q K^T" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["perf", "--grid", "2,4,4", "--sub-arrays", "2x2"])
     assert "--sub-arrays 2x2 needs --engine" in capsys.readouterr().err
