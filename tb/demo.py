@@ -10,8 +10,9 @@ same buffers, ``DenseEngine`` and ``DensePvArray``, by
 
 ``python -m kaleido.tb.demo [--sim verilator|icarus] [--grid T,H,W]
 [--preset hunyuan|wan] [--seed S] [--tile t,y,x] [--port-bytes B]
-[--latency L] [--waves]``; the default is a 1,024-token HunyuanVideo head
-(grid 4x16x16, split 16/56/56) on Verilator.
+[--latency L] [--sub-arrays N] [--pv-pairs] [--thresholds FILE]
+[--waves]``; the default is a 1,024-token HunyuanVideo head (grid
+4x16x16, split 16/56/56) on Verilator.
 """
 
 from __future__ import annotations
@@ -36,14 +37,16 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
         raise SystemExit(f"error: {what} must be comma-separated integers, not {text!r}") from None
 
 
-def reference(w, grid, config, core) -> tuple:
+def reference(w, grid, config, core, thresholds=None) -> tuple:
     """O of the tiled golden model, the core's cycles by the model, and the
-    dense core's."""
+    dense core's; ``thresholds``: the head command's Q K^T thresholds
+    (default ``config.thresholds``)."""
     from kaleido.model import core_cycles
     from kaleido.tb.core_io import core_reference
 
-    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
-    model = core_cycles(w.q, w.k, w.v, grid, config, core, scales=w.scales)
+    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core, thresholds=thresholds)
+    timed = config if thresholds is None else config.replace(group_thresholds=thresholds)
+    model = core_cycles(w.q, w.k, w.v, grid, timed, core, scales=w.scales)
     dense = core_cycles(w.q, w.k, w.v, grid, config, core, variant="dense")
     return ref, model, dense
 
@@ -72,6 +75,12 @@ def main(argv=None) -> int:
         help="small-P pairing on P V (issue 14, docs/DESIGN.md): two beats whose P is below 16 as one",
     )
     ap.add_argument(
+        "--thresholds",
+        default=None,
+        help="the head's Q K^T thresholds, sent in its command to the engine's run-time port: a kaleido "
+        "calibrate JSON file or 'Ft,Pt,Fx,Px,Fy,Py' (default: the design's, built in)",
+    )
+    ap.add_argument(
         "--s-buffers",
         type=int,
         default=None,
@@ -95,6 +104,11 @@ def main(argv=None) -> int:
         grid = check_grid(_ints(args.grid, "--grid"))
         sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
         config = KaleidoConfig(split=PRESETS[args.preset]["split"], sub_arrays=sub, pv_pairs=args.pv_pairs)
+        thresholds = None
+        if args.thresholds is not None:
+            from kaleido.calibrate import load_thresholds
+
+            thresholds = load_thresholds(args.thresholds)
         fields: dict = {}
         if args.tile:
             fields["tile"] = _ints(args.tile, "--tile")
@@ -114,6 +128,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"error: {e}") from None
     arrays = "one 4x4 array" if sub is None else f"{config.n_arrays} {sub[0]}x{sub[1]} arrays"
     arrays += "; P V pairs small P" if config.pv_pairs else ""
+    arrays += f"; thresholds {thresholds} at run time" if thresholds else ""
     print(
         f"head: {n} tokens (grid {grid}), split {config.split}, tile {core.tile}, seed {args.seed}; Q K^T on {arrays}",
         flush=True,
@@ -125,8 +140,8 @@ def main(argv=None) -> int:
     )
     t0 = time.time()
     with ProcessPoolExecutor(1) as pool:  # the models on the second core while the simulator runs
-        models = pool.submit(reference, w, grid, config, core)
-        res = run_core(args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves)
+        models = pool.submit(reference, w, grid, config, core, thresholds)
+        res = run_core(args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves, thresholds=thresholds)
         ref, model, dense = models.result()
     print(f"  done in {time.time() - t0:.0f} s", flush=True)
     if res["failed"] or "o" not in res:
@@ -140,6 +155,7 @@ def main(argv=None) -> int:
         "simulator": args.sim,
         "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
         "pv_pairs": config.pv_pairs,
+        "thresholds": [list(x) for x in (thresholds or config.thresholds)],
         "bit_exact": exact,
         "cycles": res["cycles"],
         "model_cycles": model,

@@ -340,6 +340,14 @@ MUTANTS = [
         "with m.If(feeder.cmd.ready & pv.fill_idle):",
         "core",
     ),
+    # the head command's thresholds never reach the engine (it runs its built-in ones)
+    Mutant(
+        "core_ignores_thresholds",
+        "hdl/core.py",
+        "m.d.comb += [softmax.constant.eq(head.constant), engine.thresholds.eq(head.thresholds)]",
+        "m.d.comb += [softmax.constant.eq(head.constant)]",
+        "core",
+    ),
     Mutant(
         "s_engine_settled",
         "hdl/engine.py",

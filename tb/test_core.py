@@ -189,6 +189,28 @@ def test_core_with_small_p_pairing():
         core_cycles(Q, K, V, grid, config, core)
 
 
+def test_core_with_run_time_thresholds():
+    """The head command's Q K^T thresholds (``head_layout``'s
+    ``thresholds``, e.g. ``kaleido calibrate``'s) drive the engine's
+    run-time port: O is the golden walk's with those thresholds, not the
+    configuration's, and the cycles are the model's for a configuration
+    with them (P V keeps ``config.F``)."""
+    grid, tile = (2, 4, 4), (2, 2, 4)
+    config = KaleidoConfig(split=(4, 4, 4), batch=4)
+    th = ((4, 2), (5, 3), (3, 2))
+    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
+    Q, K, V, scales = core_head(grid, config.split, SEED)
+    o, cycles = simulate_core(Q, K, V, grid, scales, config, core, thresholds=th)
+    ref = core_reference(Q, K, V, grid, scales, config, core, thresholds=th)
+    assert not np.array_equal(ref, core_reference(Q, K, V, grid, scales, config, core)), "the thresholds changed no O"
+    assert np.array_equal(o, ref), f"seed {SEED}: {(o != ref).sum()} of {o.size} outputs differ"
+    model = core_cycles(Q, K, V, grid, config.replace(group_thresholds=th), core)
+    assert model != core_cycles(Q, K, V, grid, config, core), "the thresholds changed no cycle"
+    assert cycles == model, f"seed {SEED}: the core took {cycles} cycles, the model says {model}"
+    with pytest.raises(ValueError, match="thresholds must be an"):
+        simulate_core(Q, K, V, grid, scales, config, core, thresholds=(4, 2, 1))
+
+
 def test_core_rejects_an_unknown_variant():
     from kaleido.hdl.core import KaleidoAttentionCore
 
@@ -243,6 +265,8 @@ def test_core_fast_path(sim, grid, config):
         (["--sub-arrays", "2x2x2"], r"--sub-arrays must be N or RxC, not '2x2x2'"),
         (["--sub-arrays", "3"], r"sub_arrays \(3, 3\) must divide the 4x4 pass"),
         (["--s-buffers", "3"], r"s_buffers must be 1 or 2, not 3"),
+        (["--thresholds", "no_such_file.json"], r"thresholds must be a calibration JSON file .* not 'no_such_file"),
+        (["--thresholds", "7,4,9"], r"thresholds must be 2 or 6 integers"),
     ],
 )
 def test_demo_rejects_bad_arguments(argv, match):
