@@ -19,7 +19,22 @@ from kaleido.golden.core import beats_per_row, core_attention, memory_image
 from kaleido.golden.softmax import head_constant
 from kaleido.tb.engine_io import signed_values
 
-__all__ = ["bench_o", "command_bits", "core_command", "core_head", "decode_o", "run_core", "simulate_core"]
+__all__ = [
+    "bench_o",
+    "command_bits",
+    "core_command",
+    "core_head",
+    "decode_o",
+    "head_thresholds",
+    "run_core",
+    "simulate_core",
+]
+
+
+def head_thresholds(config: KaleidoConfig, thresholds=None) -> tuple:
+    """A head's Q K^T thresholds: ``thresholds`` (checked: ``(F, P)`` per
+    channel group) or, when ``None``, the configuration's."""
+    return config.thresholds if thresholds is None else check_group_thresholds(thresholds)
 
 
 def core_command(
@@ -38,7 +53,7 @@ def core_command(
     the head's Q K^T ``thresholds`` (``(F, P)`` per channel group; default
     ``config.thresholds``)."""
     fmt = fmt or SoftmaxFormat()
-    thresholds = config.thresholds if thresholds is None else check_group_thresholds(thresholds)
+    thresholds = head_thresholds(config, thresholds)
     n, d = Q.shape
     bpr = beats_per_row(d, core.port_bytes)
     qs, ks, _ = scales
@@ -101,8 +116,7 @@ def core_reference(
     if variant == "dense":
         thresholds, v_full = ((REUSE_OFF, REUSE_OFF),) * len(config.split), REUSE_OFF
     else:
-        thresholds = config.thresholds if thresholds is None else check_group_thresholds(thresholds)
-        v_full = config.F
+        thresholds, v_full = head_thresholds(config, thresholds), config.F
     o, _ = core_attention(Q, K, V, grid, config.split, scales=scales, core=core, thresholds=thresholds, v_full=v_full)
     return o
 

@@ -35,7 +35,6 @@ __all__ = [
     "StreamHolds",
     "PEArithmetic",
     "PEPvArithmetic",
-    "PEPvPairArithmetic",
     "pv_pair_product",
     "MatcherFunction",
     "Proof",
@@ -900,78 +899,47 @@ class PEArithmetic(wiring.Component):
 class PEPvArithmetic(wiring.Component):
     """The PE from reset, one P V slot that ends its phase (T3), for every
     int8 row operand pair, V value and select (SMT): it drains ``x * k``
-    with ``x`` one of ``0, r0, r1, r0 + r1`` (the 9-bit pre-add)."""
+    with ``x`` one of ``0, r0, r1, r0 + r1`` (the 9-bit pre-add).
 
-    def __init__(self):
+    ``paired``: the PE with small-P pairing (``KaleidoConfig(pv_pairs=True)``)
+    and one paired slot (DUAL_LO), for every row port (``r0``, ``r1``,
+    ``s``), two V values and two selects: it drains :func:`pv_pair_product`
+    (:meth:`kaleido.golden.pe.PEModel.step_pv_pair`)."""
+
+    def __init__(self, paired: bool = False):
         from kaleido.hdl.layouts import COL, ROW
 
+        self.paired = paired
         super().__init__({"row": In(ROW), "col": In(COL)})
 
     def elaborate(self, platform: Any) -> Module:
-        from amaranth import Mux, signed
-
         from kaleido.hdl.encoding import Phase, PvSelect, SlotKind
         from kaleido.hdl.pe import KaleidoPE
 
         m = Module()
-        m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
-        first = Signal(init=1)
-        m.d.sync += first.eq(0)
-        step = Signal(range(pe.latency + 1))
-        with m.If(step < pe.latency):
-            m.d.sync += step.eq(step + 1)
-        # the row port as the P V dispatcher drives it: s = r0 + r1
-        m.d.comb += [pe.row_in.eq(self.row), pe.row_in.s.eq(self.row.r0 + self.row.r1), pe.col_in.eq(self.col)]
-        with m.If(first):
-            m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1), pe.ctl_in.pv.eq(1)]
-            m.d.comb += [pe.ctl_in.kind.eq(SlotKind.FULL8), pe.ctl_in.phase.eq(Phase.T3)]
-        r0, r1 = Signal(signed(8)), Signal(signed(8))
-        k, sel = Signal(8), Signal(2)
-        with m.If(first):  # the slot's operands, held
-            m.d.sync += [r0.eq(self.row.r0), r1.eq(self.row.r1), k.eq(self.col.k), sel.eq(self.col.k0)]
-        x = Mux(sel == PvSelect.R0, r0, Mux(sel == PvSelect.R1, r1, Mux(sel == PvSelect.SUM, r0 + r1, 0)))
-        expected = Signal(signed(20))
-        m.d.comb += expected.eq(x * k.as_signed())
-        with m.If(step == pe.latency):
-            m.d.comb += [Assert(pe.tile.valid), Assert(pe.tile.value == expected)]
-        with m.Elif(~first):
-            m.d.comb += Assert(~pe.tile.valid)
-        return m
-
-
-class PEPvPairArithmetic(wiring.Component):
-    """The PE with small-P pairing (``KaleidoConfig(pv_pairs=True)``) from
-    reset, one paired P V slot (DUAL_LO, phase T3, ``last``), for every row
-    port (``r0``, ``r1``, ``s``), two V values and two selects (SMT): it
-    drains ``x_a * k + x_b * kb``, ``x_a`` the low nibble of the operand
-    ``k0`` selects and ``x_b`` the high nibble of the one ``k1`` selects
-    (0 for SKIP; :meth:`kaleido.golden.pe.PEModel.step_pv_pair`)."""
-
-    def __init__(self):
-        from kaleido.hdl.layouts import COL, ROW
-
-        super().__init__({"row": In(ROW), "col": In(COL)})
-
-    def elaborate(self, platform: Any) -> Module:
-        from kaleido.hdl.encoding import Phase, SlotKind
-        from kaleido.hdl.pe import KaleidoPE
-
-        m = Module()
-        m.submodules.pe = pe = KaleidoPE(KaleidoConfig(pv_pairs=True))
+        m.submodules.pe = pe = KaleidoPE(KaleidoConfig(pv_pairs=self.paired))
         first = Signal(init=1)
         m.d.sync += first.eq(0)
         step = Signal(range(pe.latency + 1))
         with m.If(step < pe.latency):
             m.d.sync += step.eq(step + 1)
         m.d.comb += [pe.row_in.eq(self.row), pe.col_in.eq(self.col)]
+        if not self.paired:  # the row port as the P V dispatcher drives it: s = r0 + r1
+            m.d.comb += pe.row_in.s.eq(self.row.r0 + self.row.r1)
         with m.If(first):
-            m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1), pe.ctl_in.pv.eq(1)]
-            m.d.comb += [pe.ctl_in.kind.eq(SlotKind.DUAL_LO), pe.ctl_in.phase.eq(Phase.T3)]
-        row, col = Signal.like(self.row), Signal.like(self.col)
+            m.d.comb += [pe.ctl_in.slot.eq(1), pe.ctl_in.last.eq(1), pe.ctl_in.pv.eq(1), pe.ctl_in.phase.eq(Phase.T3)]
+            m.d.comb += pe.ctl_in.kind.eq(SlotKind.DUAL_LO if self.paired else SlotKind.FULL8)
+        row, col = Signal.like(pe.row_in), Signal.like(pe.col_in)
         with m.If(first):  # the slot's operands, held
-            m.d.sync += [row.eq(self.row), col.eq(self.col)]
+            m.d.sync += [row.eq(pe.row_in), col.eq(pe.col_in)]
         expected = Signal(signed(20))
-        m.d.comb += expected.eq(pv_pair_product(row, col))
+        if self.paired:
+            m.d.comb += expected.eq(pv_pair_product(row, col))
+        else:
+            x = Mux(
+                col.k0 == PvSelect.R0, row.r0, Mux(col.k0 == PvSelect.R1, row.r1, Mux(col.k0 == PvSelect.SUM, row.s, 0))
+            )
+            m.d.comb += expected.eq(x * col.k.as_signed())
         with m.If(step == pe.latency):
             m.d.comb += [Assert(pe.tile.valid), Assert(pe.tile.value == expected)]
         with m.Elif(~first):
@@ -2264,7 +2232,7 @@ PROOFS = {
     "pv_dispatcher_pairs_stream": Proof(
         "pv_dispatcher_pairs_stream", _stream_holds("pv_dispatcher", ("beats",), KaleidoConfig(pv_pairs=True))
     ),
-    "pe_pv_pair_products": Proof("pe_pv_pair_products", PEPvPairArithmetic, mode="bmc", depth=3),
+    "pe_pv_pair_products": Proof("pe_pv_pair_products", lambda: PEPvArithmetic(paired=True), mode="bmc", depth=3),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
     "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),
     "softmax_stream": Proof("softmax_stream", lambda: SoftmaxStream(_softmax()), depth=2),
@@ -2481,7 +2449,6 @@ _BANKED_WHY = (
     "one bank in a cycle, a full FIFO, a forward) all occur at this size. Step 9 takes z3 more than 5 minutes; "
     "yices checks depth 9 in 7 s, and step 10 alone in about 5 minutes"
 )
-
 
 PROOFS.update(
     {
