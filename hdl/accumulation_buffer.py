@@ -276,7 +276,9 @@ class AccumulationBuffer(wiring.Component):
                 m.submodules[f"bank{b}" + (f"_set{k}" if S > 1 else "")] = mem
             rds = [mem.read_port() for mem in mems]
             wrs = [mem.write_port() for mem in mems]
-            slots = Array(Signal(entry_layout, name=f"fifo{b}_{k}") for k in range(D))
+            # the slots as one signal (one process writes them: a third of
+            # the buffer's Verilog, and a faster Verilator build and run)
+            slots = Signal(data.ArrayLayout(entry_layout, D), name=f"fifo{b}")
             wr_ptr = Signal(range(D), name=f"fifo{b}_wr")
             rd_ptr = Signal(range(D), name=f"fifo{b}_rd")
             count = Signal(range(D + 1), name=f"fifo{b}_count")

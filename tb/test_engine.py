@@ -44,10 +44,12 @@ ENGINES = [
 #: Verilator build and 256-token head took 100 s of CI, and the core never
 #: gives its tile engine two scheduler windows (a tile has at most 128 units a
 #: group); the scheduling stage's two windows stay in the default suite
-#: (tb/test_scheduling.py, "windows", the same configuration and grid)
-SLOW = {"e3"}
+#: (tb/test_scheduling.py, "windows", the same configuration and grid).
+#: e1 on Icarus is `slow` too (52 s of CI): e1 runs on Verilator, the engine
+#: on Icarus in e7 and inside the core (tb/test_core.py's Icarus tests)
+SLOW = {("e3", "verilator"), ("e1", "icarus")}
 CASES = [
-    pytest.param(sim, e[0], e[1], e[2], id=f"{e[0]}-{sim}", marks=[pytest.mark.slow] if e[0] in SLOW else [])
+    pytest.param(sim, e[0], e[1], e[2], id=f"{e[0]}-{sim}", marks=[pytest.mark.slow] if (e[0], sim) in SLOW else [])
     for e in ENGINES
     for sim in e[3]
 ]
