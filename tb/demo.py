@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     from kaleido.config import PRESETS, CoreConfig, KaleidoConfig
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import check_core_input
-    from kaleido.tb.core_io import run_core
+    from kaleido.tb.core_io import head_thresholds, run_core
 
     out_dir = pathlib.Path("build") / "sim"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
         "simulator": args.sim,
         "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
         "pv_pairs": config.pv_pairs,
-        "thresholds": [list(x) for x in (thresholds or config.thresholds)],
+        "thresholds": [list(x) for x in head_thresholds(config, thresholds)],
         "bit_exact": exact,
         "cycles": res["cycles"],
         "model_cycles": model,
