@@ -64,44 +64,85 @@ def _check_positive(name: str, value) -> int:
     return value
 
 
+def _check_image(init, port_bytes: int) -> tuple[list[int] | None, int]:
+    """``(beats, depth)`` of a memory model's ``init``: the beats checked,
+    or ``None`` and the depth of an outside store (an ``int``)."""
+    if isinstance(init, int) and not isinstance(init, bool):
+        return None, _check_positive("the store's depth", init)
+    beats = [int(x) for x in init]
+    if not beats:
+        raise ValueError("a memory model needs at least one beat")
+    if any(not 0 <= x < 1 << (8 * port_bytes) for x in beats):
+        raise ValueError(f"every beat must be an unsigned {8 * port_bytes}-bit value")
+    return beats, len(beats)
+
+
+def _memory_members(port_bytes: int, depth: int, external: bool) -> dict:
+    """The members of a memory model: the read port's ``q`` (in) and ``r``
+    (out), and with an ``external`` store of ``depth`` beats its read port,
+    ``store_addr`` (out) and ``store_data`` (in)."""
+    members = {
+        "q": In(stream.Signature(read_request_layout())),
+        "r": Out(stream.Signature(read_response_layout(port_bytes))),
+    }
+    if external:
+        members.update(store_addr=Out(range(depth)), store_data=In(8 * port_bytes))
+    return members
+
+
 class MemoryModel(wiring.Component):
-    """The external memory behind the read port, for simulation: ``init``
-    beats preloaded (emitted as the Verilog memory's initial contents, so a
-    simulator needs no testbench traffic to fill it), one request accepted
-    every cycle, and its beat valid exactly ``latency`` cycles later
-    (``latency >= 1``). The consumer must take every response (``r.ready``
-    is not looked at): the tile loader always does.
+    """The external memory behind the read port, for simulation: one
+    request accepted every cycle, and its beat valid exactly ``latency``
+    cycles later (``latency >= 1``). The consumer must take every response
+    (``r.ready`` is not looked at): the tile loader always does.
+
+    ``init``: the beats, preloaded (the Verilog memory's initial contents,
+    so a simulator needs no testbench traffic to fill it); or an ``int``,
+    the depth of a store held *outside* the component, which the simulator
+    fills at run time (``tb/core_benches.py``'s Verilog reads a file with
+    ``$readmemh``), so the emitted design, and a simulator's build of it,
+    do not depend on the data. The component then reads that store through
+    ``store_addr`` (out) and ``store_data`` (in): ``store_data`` must be
+    word ``store_addr`` of the cycle before, a synchronous read, as the
+    preloaded memory's read port gives.
     """
 
     def __init__(self, port_bytes: int, init, latency: int):
         self._port_bytes = _check_positive("port_bytes", port_bytes)
         self._latency = _check_positive("latency", latency)
-        self._init = [int(x) for x in init]
-        if not self._init:
-            raise ValueError("a memory model needs at least one beat")
-        if any(not 0 <= x < 1 << (8 * port_bytes) for x in self._init):
-            raise ValueError(f"every beat must be an unsigned {8 * port_bytes}-bit value")
-        super().__init__(
-            {
-                "q": In(stream.Signature(read_request_layout())),
-                "r": Out(stream.Signature(read_response_layout(port_bytes))),
-            }
-        )
+        self._init, self._depth = _check_image(init, port_bytes)
+        super().__init__(_memory_members(port_bytes, self._depth, self._init is None))
 
     @property
     def latency(self) -> int:
         """Cycles from an accepted request to its beat."""
         return self._latency
 
+    @property
+    def depth(self) -> int:
+        """Beats of the memory (preloaded or outside)."""
+        return self._depth
+
+    @property
+    def external(self) -> bool:
+        """Whether the store is outside (``store_addr``/``store_data``)."""
+        return self._init is None
+
     def elaborate(self, platform):
         m = Module()
         W = 8 * self._port_bytes
-        m.submodules.mem = mem = Memory(shape=unsigned(W), depth=len(self._init), init=self._init)
-        rd = mem.read_port()  # one cycle: the first stage of the latency
-        m.d.comb += [self.q.ready.eq(1), rd.addr.eq(self.q.payload.addr), rd.en.eq(1)]
+        m.d.comb += self.q.ready.eq(1)
+        if self._init is None:  # the store is outside: its read is the first stage of the latency
+            m.d.comb += self.store_addr.eq(self.q.payload.addr)
+            data_ = self.store_data
+        else:
+            m.submodules.mem = mem = Memory(shape=unsigned(W), depth=self._depth, init=self._init)
+            rd = mem.read_port()  # one cycle: the first stage of the latency
+            m.d.comb += [rd.addr.eq(self.q.payload.addr), rd.en.eq(1)]
+            data_ = rd.data
         valid = Signal()
         m.d.sync += valid.eq(self.q.valid)
-        data_, v = rd.data, valid
+        v = valid
         for k in range(self._latency - 1):
             d_next, v_next = Signal(W, name=f"data{k}"), Signal(name=f"valid{k}")
             m.d.sync += [d_next.eq(data_), v_next.eq(v)]
@@ -130,7 +171,8 @@ class Lfsr(wiring.Component):
 
 
 class StallingMemoryModel(wiring.Component):
-    """:class:`MemoryModel` with random stalls, for soaks: a request is
+    """:class:`MemoryModel` with random stalls, for soaks (``init`` as
+    there, an outside store included): a request is
     taken only on a cycle the LFSR allows (and while the response FIFO has
     room for every request in flight), and a response leaves its FIFO only
     on a cycle the LFSR allows, so the latency varies from ``latency`` up;
@@ -143,18 +185,16 @@ class StallingMemoryModel(wiring.Component):
         if stall not in (0, 1, 2, 3):
             raise ValueError(f"stall must be 0, 1, 2 or 3 (quarters of cycles stalled), not {stall!r}")
         self._stall, self._depth, self._latency = stall, _check_positive("depth", depth), latency
-        super().__init__(
-            {
-                "q": In(stream.Signature(read_request_layout())),
-                "r": Out(stream.Signature(read_response_layout(port_bytes))),
-            }
-        )
+        self._external = self.model.external
+        super().__init__(_memory_members(port_bytes, self.model.depth, self._external))
 
     def elaborate(self, platform):
         from amaranth.lib.fifo import SyncFIFOBuffered
 
         m = Module()
         m.submodules.model, m.submodules.lfsr = model, lfsr = self.model, self.lfsr
+        if self._external:
+            m.d.comb += [self.store_addr.eq(model.store_addr), model.store_data.eq(self.store_data)]
         width = len(self.r.payload.data)
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=self._depth + self._latency + 1)
         bits = lfsr.bits

@@ -1,13 +1,13 @@
 """cocotb side of the attention core's fast path (``make sim``,
 ``tb/test_core.py``'s ``rtl`` tests): the core bench (Q, K and V preloaded
-in the emitted Verilog's memory model) takes one head command
-(``KALEIDO_CORE_CMD``, the payload's bits) and the testbench waits for
+from the image file the run names, ``+image=<path>``) takes one head
+command (``KALEIDO_CORE_CMD``, the payload's bits) and the testbench waits for
 ``busy`` to fall: the top level makes its own clock
 (``tb/core_benches.py``'s ``CORE_TOP``), so neither Python nor the GPI
 runs on any cycle of the head. Then it reads O back through the bench's read port and
-writes ``core.json`` (``cycles``, the core's ``cycles`` port; ``words``, O
-a bank word at a time; ``seconds``, the head's wall time) into the build
-directory."""
+writes the JSON file ``KALEIDO_CORE_CMD`` names (``out``: ``cycles``,
+the core's ``cycles`` port; ``words``, O a bank word at a time;
+``seconds``, the head's wall time)."""
 
 from __future__ import annotations
 
@@ -43,5 +43,5 @@ async def head(dut):
         await ReadOnly()
         words.append(str(int(dut.rdata.value)))
         await FallingEdge(dut.clk)
-    with open("core.json", "w") as f:
+    with open(todo["out"], "w") as f:
         json.dump({"cycles": cycles, "words": words, "seconds": seconds}, f)

@@ -26,12 +26,19 @@ __all__ = [
     "TileQKBench",
     "CoreBench",
     "CORE_BENCH",
+    "CORE_SYSTEM",
     "CORE_TOP",
     "emit_core_bench",
+    "core_system",
+    "write_image",
+    "source_digest",
 ]
 
-#: module names of the emitted core bench and its self-clocked top level
+#: module names of the emitted core bench, the bench with its memories
+#: (hand-written Verilog: the image from a file, the O banks) and its
+#: self-clocked top level
 CORE_BENCH = "core_bench"
+CORE_SYSTEM = "core_system"
 CORE_TOP = "core_top"
 
 #: module name of the emitted loader bench
@@ -129,7 +136,16 @@ class CoreBench(wiring.Component):
     cycles' writes. ``variant``: the core's (``"kaleido"`` or ``"dense"``).
     Ports: the core's ``cmd``, ``busy`` and ``cycles``; ``raddr``/``rdata``
     read word ``raddr`` of every bank (values ``array_cols raddr ..``,
-    the first in the low bits) combinationally, for the check."""
+    the first in the low bits) combinationally, for the check.
+
+    ``external=True`` (what :func:`emit_core_bench` emits): the two
+    memories' storage is left out, so the design does not depend on the
+    head's data (``image`` may then be just its length): the image is
+    read through ``image_addr`` (out) / ``image_data`` (in, the word of
+    the cycle before), and the O banks are written through ``o_en``,
+    ``o_addr`` and ``o_data`` (bank ``b``'s enable, word address and
+    value in slice ``b``); ``raddr``/``rdata`` are then the enclosing
+    Verilog's (:data:`CORE_SYSTEM`)."""
 
     def __init__(
         self,
@@ -140,27 +156,43 @@ class CoreBench(wiring.Component):
         fmt: SoftmaxFormat | None = None,
         stall_seed: int | None = None,
         variant: str = "kaleido",
+        external: bool = False,
     ):
         fmt = fmt or SoftmaxFormat()
+        self.external = external
+        self.image_depth = image if isinstance(image, int) else len(image)
+        #: what the design depends on besides the source (emit_core_bench's cache)
+        self.key = repr((self.image_depth, o_values, config, core, fmt, stall_seed, variant, external))
+        store = self.image_depth if external else image
         self.stalls = None if stall_seed is None else Lfsr(stall_seed ^ 0x5A5A5A5A or 1)
         if stall_seed is None:
-            self.model = MemoryModel(core.port_bytes, image, core.mem_latency)
+            self.model = MemoryModel(core.port_bytes, store, core.mem_latency)
         else:
-            self.model = StallingMemoryModel(core.port_bytes, image, core.mem_latency, stall_seed)
+            self.model = StallingMemoryModel(core.port_bytes, store, core.mem_latency, stall_seed)
         self.core = KaleidoAttentionCore(config, core, fmt, variant)
         self.width = 8 + fmt.out_frac_bits
-        C = config.array_cols
-        self.o_banks = [Memory(shape=unsigned(self.width), depth=-(-o_values // C), init=[]) for _ in range(C)]
+        C = self.cols = config.array_cols
         self.o_words = -(-o_values // C)
-        super().__init__(
-            {
-                "cmd": In(stream.Signature(head_layout(core, fmt))),
-                "busy": Out(1),
-                "cycles": Out(32),
-                "raddr": In(range(self.o_words)),
-                "rdata": Out(C * self.width),
-            }
+        self.o_banks = (
+            [] if external else [Memory(shape=unsigned(self.width), depth=self.o_words, init=[]) for _ in range(C)]
         )
+        members = {
+            "cmd": In(stream.Signature(head_layout(core, fmt))),
+            "busy": Out(1),
+            "cycles": Out(32),
+        }
+        if external:
+            self.o_addr_bits = max(1, (self.o_words - 1).bit_length())
+            members.update(
+                image_addr=Out(range(self.image_depth)),
+                image_data=In(8 * core.port_bytes),
+                o_en=Out(C),
+                o_addr=Out(C * self.o_addr_bits),
+                o_data=Out(C * self.width),
+            )
+        else:
+            members.update(raddr=In(range(self.o_words)), rdata=Out(C * self.width))
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -170,35 +202,67 @@ class CoreBench(wiring.Component):
         wiring.connect(m, core.rq, self.model.q)
         wiring.connect(m, self.model.r, core.rs)
         w = core.wq.payload
-        C = len(self.o_banks)
+        C = self.cols
         m.d.comb += [self.busy.eq(core.busy), self.cycles.eq(core.cycles)]
+        if self.external:
+            m.d.comb += [self.image_addr.eq(self.model.store_addr), self.model.store_data.eq(self.image_data)]
         if self.stalls is None:
             m.d.comb += core.wq.ready.eq(1)
         else:
             m.submodules.stalls = self.stalls
             m.d.comb += core.wq.ready.eq(self.stalls.bits[4:6] != 0)
-        for b, bank in enumerate(self.o_banks):
-            m.submodules[f"o_bank{b}"] = bank
-            wp = bank.write_port()
+        for b in range(C):
             lane = Signal(range(C), name=f"lane{b}")
             m.d.comb += lane.eq((b + C - w.addr % C) % C)
-            m.d.comb += [
-                wp.addr.eq((w.addr + lane) // C),
-                wp.data.eq(w.data.word_select(lane, self.width)),
-                wp.en.eq(core.wq.valid & core.wq.ready & (lane < w.count)),
-            ]
+            addr, data = (w.addr + lane) // C, w.data.word_select(lane, self.width)
+            en = core.wq.valid & core.wq.ready & (lane < w.count)
+            if self.external:
+                m.d.comb += [
+                    self.o_en[b].eq(en),
+                    self.o_addr.word_select(b, self.o_addr_bits).eq(addr),
+                    self.o_data.word_select(b, self.width).eq(data),
+                ]
+                continue
+            bank = self.o_banks[b]
+            m.submodules[f"o_bank{b}"] = bank
+            wp = bank.write_port()
+            m.d.comb += [wp.addr.eq(addr), wp.data.eq(data), wp.en.eq(en)]
             rp = bank.read_port(domain="comb")
             m.d.comb += [rp.addr.eq(self.raddr), self.rdata.word_select(b, self.width).eq(rp.data)]
         return m
 
 
 def emit_core_bench(bench: CoreBench, build_dir) -> str:
-    """Write ``bench`` as Verilog (module :data:`CORE_BENCH`) and its
-    self-clocked top level :data:`CORE_TOP` into ``build_dir``; returns the
-    path (an unchanged file is not rewritten). The top level makes its own
-    clock (``always #5``, an output): the simulator runs the clock itself,
-    with no testbench callback on any edge (Verilator needs ``--timing``)."""
-    text = verilog.convert(bench, name=CORE_BENCH, emit_src=False)
+    """Write ``bench`` (built with ``external=True``) as Verilog (module
+    :data:`CORE_BENCH`), the memories around it (:data:`CORE_SYSTEM`) and
+    its self-clocked top level :data:`CORE_TOP` into ``build_dir``; returns
+    the path. An unchanged file is not rewritten, and a file emitted from
+    the same parameters (``bench.key``) and the same source (every module
+    of ``kaleido`` and ``kaleido.hdl``, this one, Amaranth's version;
+    ``core_bench.key`` beside it) is not emitted again (28 s for
+    ``make sim``'s head).
+
+    :data:`CORE_SYSTEM` holds the external memory (Q, K and V), which it
+    fills at time 0 with ``$readmemh`` from the file named by the plusarg
+    ``+image=<path>`` (:func:`write_image`), and the O banks (zeroed at time
+    0), with the combinational ``raddr``/``rdata`` read of every bank. So
+    the emitted files, and a simulator's build of them, depend on the
+    head's size but not on its data: one build runs any head of that size
+    and configuration. (Preloading the image as the Verilog memory's
+    initial contents made the 1,024-token head's Verilog 11.2 MB instead
+    of 5.8, its emission 48 s instead of 28, and every head a new build.)
+
+    The top level makes its own clock (``always #5``, an output): the
+    simulator runs the clock itself, with no testbench callback on any
+    edge (Verilator needs ``--timing``)."""
+    if not bench.external:
+        raise ValueError("emit_core_bench takes a CoreBench built with external=True")
+    path = pathlib.Path(build_dir) / f"{CORE_BENCH}.v"
+    stamp = pathlib.Path(build_dir) / f"{CORE_BENCH}.key"
+    key = f"{bench.key}\n{source_digest()}\n"
+    if path.exists() and stamp.exists() and stamp.read_text() == key:
+        return str(path)  # emitted from the same parameters and source: as it is
+    text = verilog.convert(bench, name=CORE_BENCH, emit_src=False) + core_system(bench)
     ports = {
         "rst": ("input", 1),
         "cmd__payload": ("input", bench.cmd.payload.shape().size),
@@ -206,17 +270,108 @@ def emit_core_bench(bench: CoreBench, build_dir) -> str:
         "cmd__ready": ("output", 1),
         "busy": ("output", 1),
         "cycles": ("output", 32),
-        "raddr": ("input", len(bench.raddr)),
-        "rdata": ("output", len(bench.rdata)),
+        "raddr": ("input", bench.o_addr_bits),
+        "rdata": ("output", len(bench.o_data)),
     }
     decl = ",\n".join(f"  {d} [{w - 1}:0] {n}" for n, (d, w) in ports.items())
     conn = ",\n".join(f"    .{n}({n})" for n in ports)
     text += (
         f"\nmodule {CORE_TOP} (\n  output reg clk,\n{decl}\n);\n"
         "  initial clk = 1'b0;\n  always #5 clk = ~clk;\n"
-        f"  {CORE_BENCH} bench (\n    .clk(clk),\n{conn}\n  );\nendmodule\n"
+        f"  {CORE_SYSTEM} system (\n    .clk(clk),\n{conn}\n  );\nendmodule\n"
     )
-    path = pathlib.Path(build_dir) / f"{CORE_BENCH}.v"
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
+    stamp.write_text(key)
     return str(path)
+
+
+def source_digest(root=None) -> str:
+    """A digest of the source the emitted core bench comes from: every
+    module of ``kaleido`` itself and ``kaleido.hdl`` (what the RTL imports)
+    under ``root`` (default: this checkout), this file, and Amaranth's
+    version."""
+    import hashlib
+
+    import amaranth
+
+    root = pathlib.Path(root) if root is not None else pathlib.Path(__file__).resolve().parent.parent
+    digest = hashlib.sha1(amaranth.__version__.encode())
+    for f in sorted([*(root / "kaleido").glob("*.py"), *(root / "hdl").glob("*.py")]) + [pathlib.Path(__file__)]:
+        digest.update(str(f.relative_to(root) if f.is_relative_to(root) else f.name).encode() + f.read_bytes())
+    return digest.hexdigest()
+
+
+def core_system(bench: CoreBench) -> str:
+    """The Verilog of :data:`CORE_SYSTEM`: ``bench`` (module
+    :data:`CORE_BENCH`, ``external=True``) with its two memories: the
+    image, read one word a cycle (synchronous, as the preloaded memory's
+    read port), filled from ``+image=<path>``; the O banks, one write each
+    a cycle, zeroed at time 0 and read combinationally at ``raddr``. Ports:
+    ``clk``, ``rst``, the core's command, ``busy`` and ``cycles``,
+    ``raddr``/``rdata`` (the ports of the bench built with
+    ``external=False``)."""
+    C, W, A = bench.cols, bench.width, bench.o_addr_bits
+    BW, D, IA = len(bench.image_data), bench.image_depth, len(bench.image_addr)
+    P = bench.cmd.payload.shape().size
+    banks = "".join(f"  reg [{W - 1}:0] o_bank{b} [0:{bench.o_words - 1}];\n" for b in range(C))
+    zero = " ".join(f"o_bank{b}[i] = {W}'d0;" for b in range(C))
+    writes = "".join(
+        f"    if (o_en[{b}]) o_bank{b}[o_addr[{b * A} +: {A}]] <= o_data[{b * W} +: {W}];\n" for b in range(C)
+    )
+    rdata = ", ".join(f"o_bank{b}[raddr]" for b in reversed(range(C)))
+    return f"""
+module {CORE_SYSTEM} (
+  input clk, input rst,
+  input [{P - 1}:0] cmd__payload, input cmd__valid, output cmd__ready,
+  output busy, output [31:0] cycles,
+  input [{A - 1}:0] raddr, output [{C * W - 1}:0] rdata
+);
+  // the external memory: {D} beats of Q, K and V, from the file +image=<path> names
+  reg [{BW - 1}:0] image [0:{D - 1}];
+  reg [{BW - 1}:0] image_data;
+  wire [{IA - 1}:0] image_addr;
+  reg [8 * 1024:1] image_path;
+  initial begin
+    if (!$value$plusargs("image=%s", image_path)) begin
+      $display("{CORE_SYSTEM}: no +image=<file> given (the head's Q, K and V, $readmemh format)");
+      $finish;
+    end
+    $readmemh(image_path, image);
+  end
+  always @(posedge clk) image_data <= image[image_addr];
+  // O: {C} banks of {bench.o_words} words
+{banks}  integer i;
+  initial for (i = 0; i < {bench.o_words}; i = i + 1) begin {zero} end
+  wire [{C - 1}:0] o_en;
+  wire [{C * A - 1}:0] o_addr;
+  wire [{C * W - 1}:0] o_data;
+  always @(posedge clk) begin
+{writes}  end
+  assign rdata = {{{rdata}}};
+  {CORE_BENCH} bench (
+    .clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid), .cmd__ready(cmd__ready),
+    .busy(busy), .cycles(cycles), .image_addr(image_addr), .image_data(image_data),
+    .o_en(o_en), .o_addr(o_addr), .o_data(o_data)
+  );
+endmodule
+"""
+
+
+def write_image(image, port_bytes: int, directory) -> str:
+    """Write ``image`` (beats of ``port_bytes`` bytes) as a ``$readmemh``
+    file named by its content in ``directory``, unless it is there; returns
+    its absolute path (``+image=<path>`` for :data:`CORE_SYSTEM`)."""
+    import hashlib
+    import os
+
+    digits = 2 * port_bytes
+    text = "".join(f"{int(x):0{digits}x}\n" for x in image)
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"image_{hashlib.sha1(text.encode()).hexdigest()[:16]}.hex"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)  # atomic: a concurrent reader sees the whole file or none
+    return str(path.resolve())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import pathlib
+import os
 
 import numpy as np
 
@@ -144,20 +144,27 @@ def run_core(
     memory ports (the soak; ``CoreBench``). ``variant``: the core's
     (``"kaleido"`` or ``"dense"``). ``thresholds``: the head command's Q
     K^T thresholds (default ``config.thresholds``)."""
-    from kaleido.tb.core_benches import CORE_TOP, CoreBench, emit_core_bench
-    from kaleido.tb.runner import run_cocotb
+    from kaleido.tb.core_benches import CORE_TOP, CoreBench, emit_core_bench, write_image
+    from kaleido.tb.runner import ROOT, run_cocotb
 
     fmt = SoftmaxFormat()
     n, d = Q.shape
     image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt, thresholds)
-    bench = CoreBench(image, n * d, config, core, fmt, stall_seed=stall_seed, variant=variant)
+    bench = CoreBench(len(image), n * d, config, core, fmt, stall_seed=stall_seed, variant=variant, external=True)
     bits = command_bits(cmd, core, fmt)
-    env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words})}
-    digest = hashlib.sha1(repr((image, cmd, stall_seed)).encode()).hexdigest()[:10]
+    # the head's data and command reach the simulation at run time (the
+    # image file, the command's bits), so a build serves every head of this
+    # size, configuration and stall seed
+    head = hashlib.sha1(repr((image, cmd)).encode()).hexdigest()[:16]
+    out = ROOT / "build" / "sim" / "heads" / f"{head}_{os.getpid()}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    env = {"KALEIDO_CORE_CMD": json.dumps({"cmd": str(bits), "words": bench.o_words, "out": str(out)})}
     tile = "x".join(map(str, core.tile))
     dense = "_dense" if variant == "dense" else ""
     bufs = "" if (core.pv_buffers, core.s_buffers) == (2, 2) else f"_b{core.pv_buffers}{core.s_buffers}"
-    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}{bufs}{dense}_{digest}"
+    stalls = "" if stall_seed is None else f"_s{stall_seed}"
+    tag = f"_t{tile}_p{core.port_bytes}_l{core.mem_latency}_n{n}{bufs}{dense}{stalls}"
     res = run_cocotb(
         sim,
         CORE_TOP,
@@ -169,11 +176,12 @@ def run_core(
         source=lambda build_dir: emit_core_bench(bench, build_dir),
         cxx_opt=cxx_opt,
         public=False,
+        plusargs=[f"+image={write_image(image, core.port_bytes, ROOT / 'build' / 'sim' / 'images')}"],
     )
-    out = pathlib.Path(res["build_dir"]) / "core.json"
     result = {"build_dir": res["build_dir"], "failed": res["failed"] or res["tests"] != 1}
     if out.exists():
         got = json.loads(out.read_text())
+        out.unlink()
         o = bench_o(got["words"], bench.width, config.array_cols, n, d)
         result.update(o=o, cycles=got["cycles"], seconds=got["seconds"])
     return result

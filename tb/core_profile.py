@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from kaleido.tb.core_benches import CORE_BENCH
+from kaleido.tb.core_benches import CORE_SYSTEM
 
 __all__ = ["plain_top", "module_shares", "main"]
 
@@ -44,7 +44,9 @@ PLAIN_TOP = "plain_top"
 
 
 def plain_top(bench, cmd_bits: int, width: int) -> str:
-    """A Verilog top level for ``bench`` (a ``CoreBench``): its own clock,
+    """A Verilog top level for ``bench`` (a ``CoreBench`` built with
+    ``external=True``, in its ``CORE_SYSTEM``; the binary takes the image
+    as ``+image=<path>``): its own clock,
     reset, one head command of ``cmd_bits``, a wait for ``busy`` to fall,
     then ``cycles`` and every O bank word printed.
 
@@ -61,8 +63,8 @@ module {PLAIN_TOP};
   wire [{width - 1}:0] cmd__payload = {width}'d{cmd_bits};
   reg rst = 1; reg cmd__valid = 0; reg [3:0] step = 0; reg dumping = 0;
   wire cmd__ready, busy; wire [31:0] cycles;
-  reg [{len(bench.raddr) - 1}:0] raddr = 0; wire [{len(bench.rdata) - 1}:0] rdata;
-  {CORE_BENCH} bench(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
+  reg [{bench.o_addr_bits - 1}:0] raddr = 0; wire [{len(bench.o_data) - 1}:0] rdata;
+  {CORE_SYSTEM} system(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
     .cmd__ready(cmd__ready), .busy(busy), .cycles(cycles), .raddr(raddr), .rdata(rdata));
   // reset for 3 cycles, the command on the 5th, busy watched from the 15th
   always @(posedge clk) begin
@@ -108,7 +110,7 @@ def module_shares(report: str, verilog: str) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import head_layout
-    from kaleido.tb.core_benches import CoreBench, emit_core_bench
+    from kaleido.tb.core_benches import CoreBench, emit_core_bench, write_image
     from kaleido.tb.core_io import bench_o, command_bits, core_command, core_reference
     from kaleido.tb.runner import verilator_env
 
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     w = synthetic_video("hunyuan", grid, "slow", args.seed)
     n, d = w.q.shape
     image, cmd = core_command(w.q, w.k, w.v, grid, w.scales, config, core, fmt)
-    bench = CoreBench(image, n * d, config, core, fmt)
+    bench = CoreBench(len(image), n * d, config, core, fmt, external=True)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     source = pathlib.Path(emit_core_bench(bench, out))
@@ -148,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     subprocess.run([*build, source.name, "plain_top.v"], cwd=out, env=env, check=True, capture_output=True)
     built = time.time() - t0
-    binary = f"{obj}/V{PLAIN_TOP}"
-    run = [binary] if args.no_perf else ["perf", "record", "-q", "-o", "perf.data", binary]
+    binary = [f"{obj}/V{PLAIN_TOP}", f"+image={write_image(image, core.port_bytes, out)}"]
+    run = binary if args.no_perf else ["perf", "record", "-q", "-o", "perf.data", *binary]
     t0 = time.time()
     text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
     seconds = time.time() - t0

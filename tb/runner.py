@@ -72,14 +72,23 @@ _YOSYS_T0 = re.compile(r"reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+
 _T0_MARK = "// kaleido: Icarus time-0 fix"
 
 
-def icarus_time0_fix(path) -> None:
-    """Patch an emitted Verilog file for Icarus (see ``_YOSYS_T0``)."""
-    text = pathlib.Path(path).read_text()
-    if _T0_MARK in text:
-        return
-    fixed, n = _YOSYS_T0.subn(lambda m: f"{m.group(0)}\n  initial #0 {m.group(1)} = 1; {_T0_MARK}", text)
-    if n:
-        pathlib.Path(path).write_text(fixed)
+def icarus_time0_fix(path) -> str:
+    """The emitted Verilog file ``path`` patched for Icarus (see
+    ``_YOSYS_T0``), as a sibling ``<name>_icarus.v`` (returned), written
+    only when its text changes: the emitted file stays as emitted, so an
+    unchanged design keeps both files' times and Icarus does not recompile
+    it."""
+    path = pathlib.Path(path)
+    text = path.read_text()
+    fixed = (
+        text
+        if _T0_MARK in text
+        else _YOSYS_T0.sub(lambda m: f"{m.group(0)}\n  initial #0 {m.group(1)} = 1; {_T0_MARK}", text)
+    )
+    out = path.with_name(f"{path.stem}_icarus.v")
+    if not out.exists() or out.read_text() != fixed:
+        out.write_text(fixed)
+    return str(out)
 
 
 def _check_icarus():
@@ -101,6 +110,7 @@ def run_cocotb(
     cxx_opt: str | None = "-O0",
     source=None,
     public: bool = False,
+    plusargs=(),
 ) -> dict:
     """Emit ``design`` for ``config``, build it for ``sim`` and run the cocotb
     ``test_module`` (a ``kaleido.tb`` module). ``grid`` (the engine's
@@ -125,6 +135,8 @@ def run_cocotb(
     with every signal public, 20 s without). Every testbench here drives
     and samples top-level ports only; ``public=True`` keeps cocotb's
     default, every signal visible (to probe one from a testbench).
+    ``plusargs``: the simulation's (``+name=value`` strings; not part of
+    the build, so runs that differ only in them share it).
     Returns ``{"tests", "failed", "build_dir"}``; the caller asserts on it.
     Tests that share a build directory run one at a time (a lock file), and
     an unchanged design is not rebuilt."""
@@ -138,8 +150,9 @@ def run_cocotb(
     build_dir.mkdir(parents=True, exist_ok=True)
     with _locked(build_dir):  # tests sharing a build run one at a time (pytest -n)
         return _build_and_test(
-            sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public
-        )
+            sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public,
+            plusargs,
+        )  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -153,7 +166,7 @@ def _locked(build_dir: pathlib.Path) -> Iterator[None]:
 
 
 def _build_and_test(
-    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public
+    sim, design, config, test_module, build_dir, testcase, extra_env, waves, grid, cxx_opt, source, public, plusargs
 ) -> dict:
     from cocotb_tools.runner import get_results, get_runner
 
@@ -183,7 +196,7 @@ def _build_and_test(
             build_args += ["--no-public-flat-rw", "--timing", "-CFLAGS", "-fcoroutines", str(vlt)]
     else:
         _check_icarus()
-        icarus_time0_fix(src)
+        src = icarus_time0_fix(src)
     runner = get_runner(sim)
     runner.build(
         sources=[src],
@@ -201,6 +214,7 @@ def _build_and_test(
         test_dir=build_dir,
         testcase=testcase,
         extra_env=env,
+        plusargs=list(plusargs),
         waves=waves,
         timescale=("1ns", "1ps"),
         results_xml=str(build_dir / f"results_{test_module.rsplit('.', 1)[-1]}.xml"),

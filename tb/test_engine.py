@@ -5,6 +5,8 @@ grids and splits rejected before anything is simulated."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -360,12 +362,15 @@ def test_icarus_time0_fix(tmp_path):
     path = emit("detector", KaleidoConfig(batch=2), str(tmp_path))
     before = open(path).read()
     assert "dump_module" in before and "initial #0" not in before
-    icarus_time0_fix(path)
-    after = open(path).read()
+    fixed = icarus_time0_fix(path)
+    after = open(fixed).read()
     n_regs = before.count("dump_module$1  = 0;") + before.count("dump_module$1 = 0;")
     assert n_regs >= 1 and after.count("initial #0 ") == n_regs
-    icarus_time0_fix(path)  # idempotent: the emitted file may be patched again
-    assert open(path).read() == after
+    assert open(path).read() == before  # the emitted file stays as emitted
+    stamp = os.stat(fixed).st_mtime_ns
+    assert icarus_time0_fix(path) == fixed  # again: the same file, not rewritten (Icarus does not recompile)
+    assert open(fixed).read() == after and os.stat(fixed).st_mtime_ns == stamp
+    assert open(icarus_time0_fix(fixed)).read() == after  # a patched file stays patched
 
 
 def test_assertion_rewriting_covers_every_cocotb_module():
