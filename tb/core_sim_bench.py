@@ -1,5 +1,5 @@
 """The attention core's simulation speed on the fast path (issue 13): one
-head through the emitted core (Q, K and V preloaded, self-clocked top
+head through the emitted core (Q, K and V read from a file at time 0, self-clocked top
 level, the testbench only waiting for ``busy``) on Verilator, the
 simulated cycles per second of the head's run (the build and the O
 readback not counted) against the goal of 200,000.
