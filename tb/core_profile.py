@@ -43,12 +43,12 @@ __all__ = ["plain_top", "module_shares", "main"]
 PLAIN_TOP = "plain_top"
 
 
-def plain_top(bench, cmd_bits: int, width: int) -> str:
+def plain_top(bench, width: int) -> str:
     """A Verilog top level for ``bench`` (a ``CoreBench`` built with
     ``external=True``, in its ``CORE_SYSTEM``; the binary takes the image
-    as ``+image=<path>``): its own clock,
-    reset, one head command of ``cmd_bits``, a wait for ``busy`` to fall,
-    then ``cycles`` and every O bank word printed.
+    as ``+image=<path>`` and the head command's ``width`` bits as
+    ``+cmd=<hex>``): its own clock, reset, the command, a wait for ``busy``
+    to fall, then ``cycles`` and every O bank word printed.
 
     Everything but the clock is driven from ``posedge clk``, as the cocotb
     top level's ports are (``CORE_TOP``): a timed ``initial`` block writing
@@ -60,7 +60,10 @@ def plain_top(bench, cmd_bits: int, width: int) -> str:
     return f"""
 module {PLAIN_TOP};
   reg clk = 0; always #5 clk = ~clk;
-  wire [{width - 1}:0] cmd__payload = {width}'d{cmd_bits};
+  reg [{width - 1}:0] cmd__payload;
+  initial if (!$value$plusargs("cmd=%h", cmd__payload)) begin
+    $display("{PLAIN_TOP}: no +cmd=<hex> given (the head command's bits)"); $finish;
+  end
   reg rst = 1; reg cmd__valid = 0; reg [3:0] step = 0; reg dumping = 0;
   wire cmd__ready, busy; wire [31:0] cycles;
   reg [{bench.o_addr_bits - 1}:0] raddr = 0; wire [{len(bench.o_data) - 1}:0] rdata;
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     source = pathlib.Path(emit_core_bench(bench, out))
-    (out / "plain_top.v").write_text(plain_top(bench, command_bits(cmd, core, fmt), head_layout(core, fmt).size))
+    (out / "plain_top.v").write_text(plain_top(bench, head_layout(core, fmt).size))
     obj = (
         ("obj_plain" if args.no_perf else "obj_prof")
         + (args.cxx_opt or "")
@@ -160,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     subprocess.run([*build, source.name, "plain_top.v"], cwd=out, env=env, check=True, capture_output=True)
     built = time.time() - t0
-    binary = [f"{obj}/V{PLAIN_TOP}", f"+image={write_image(image, core.port_bytes, out)}"]
+    image_arg = f"+image={write_image(image, core.port_bytes, out)}"
+    binary = [f"{obj}/V{PLAIN_TOP}", image_arg, f"+cmd={command_bits(cmd, core, fmt):x}"]
     run = binary if args.no_perf else ["perf", "record", "-q", "-o", "perf.data", *binary]
     t0 = time.time()
     text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout

@@ -15,8 +15,8 @@ import pytest
 from kaleido.config import CoreConfig, KaleidoConfig
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
-from kaleido.tb.core_benches import CORE_TOP
 from kaleido.tb.core_io import core_head, core_reference, run_core, simulate_core
+from kaleido.tb.core_profile import PLAIN_TOP
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
@@ -233,8 +233,11 @@ def test_core_rejects_an_unknown_variant():
     ids=["icarus", "verilator"],
 )
 def test_core_fast_path(sim, grid, config):
-    """The emitted core bench on each simulator, the testbench only waiting
-    for ``busy`` to fall: O bit-exact, ``cycles`` the model's. Icarus runs
+    """The emitted core bench on each simulator as ``make sim`` runs it
+    (Icarus under cocotb, the testbench only waiting for ``busy`` to fall;
+    Verilator as a plain binary whose Verilog top level does the same; the
+    cocotb path on Verilator runs in ``make soak`` and ``make bench``): O
+    bit-exact, ``cycles`` the model's. Icarus runs
     one tile; Verilator a head clipped on every axis (8 boxes) with its Q
     K^T on 16 1x1 arrays and 48 channels, where the P V stage's passes
     outlast the engine's next tile, so its two buffers save cycles (the
@@ -245,7 +248,8 @@ def test_core_fast_path(sim, grid, config):
     tile, split = (2, 2, 4), config.split
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
-    res = run_core(sim, Q, K, V, grid, scales, config, core, cxx_opt="-O0")
+    harness = "binary" if sim == "verilator" else "cocotb"  # make sim's on each
+    res = run_core(sim, Q, K, V, grid, scales, config, core, cxx_opt="-O0", harness=harness)
     assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
     ref = core_reference(Q, K, V, grid, scales, config, core)
     assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
@@ -255,11 +259,13 @@ def test_core_fast_path(sim, grid, config):
     one = core_cycles(Q, K, V, grid, config, dataclasses.replace(core, pv_buffers=1))
     assert one > res["cycles"], f"seed {SEED}: one P V buffer {one} cycles, two {res['cycles']}"
     # another head of the same size: the same build, not rebuilt (the data is read at run time)
-    built = pathlib.Path(res["build_dir"]) / CORE_TOP
+    built = pathlib.Path(res["build_dir"]) / "obj" / f"V{PLAIN_TOP}"  # the binary
     stamp = built.stat().st_mtime_ns
     thresholds = ((6, 4), (5, 3), (7, 4))
     Q2, K2, V2, scales2 = core_head(grid, split, SEED + 1)
-    again = run_core(sim, Q2, K2, V2, grid, scales2, config, core, cxx_opt="-O0", thresholds=thresholds)
+    again = run_core(
+        sim, Q2, K2, V2, grid, scales2, config, core, cxx_opt="-O0", thresholds=thresholds, harness="binary"
+    )
     assert again["build_dir"] == res["build_dir"] and built.stat().st_mtime_ns == stamp, "rebuilt"
     ref2 = core_reference(Q2, K2, V2, grid, scales2, config, core, thresholds=thresholds)
     assert not np.array_equal(ref2, ref), f"seed {SEED + 1}: the second head's O is the first's"
