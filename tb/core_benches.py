@@ -32,6 +32,10 @@ __all__ = [
     "core_system",
     "write_image",
     "source_digest",
+    "PLAIN_TOP",
+    "plain_top",
+    "build_plain_binary",
+    "plain_output",
 ]
 
 #: module names of the emitted core bench, the bench with its memories
@@ -375,3 +379,82 @@ def write_image(image, port_bytes: int, directory) -> str:
         tmp.write_text(text)
         tmp.replace(path)  # atomic: a concurrent reader sees the whole file or none
     return str(path.resolve())
+
+
+#: module name of the plain Verilator binary's top level (no cocotb)
+PLAIN_TOP = "plain_top"
+
+
+def plain_top(bench, width: int) -> str:
+    """A Verilog top level for ``bench`` (a ``CoreBench`` built with
+    ``external=True``, in its ``CORE_SYSTEM``; the binary takes the image
+    as ``+image=<path>`` and the head command's ``width`` bits as
+    ``+cmd=<hex>``): its own clock, reset, the command, a wait for ``busy``
+    to fall, then ``cycles`` and every O bank word printed.
+
+    Everything but the clock is driven from ``posedge clk``, as the cocotb
+    top level's ports are (``CORE_TOP``): a timed ``initial`` block writing
+    ``rst`` and the command made Verilator evaluate the whole design's
+    combinational logic in its active region on both clock edges and again
+    in its NBA region (1.7x slower on the 128-token head, a profile unlike
+    the cocotb path's)."""
+    last = bench.o_words - 1
+    return f"""
+module {PLAIN_TOP};
+  reg clk = 0; always #5 clk = ~clk;
+  reg [{width - 1}:0] cmd__payload;
+  initial if (!$value$plusargs("cmd=%h", cmd__payload)) begin
+    $display("{PLAIN_TOP}: no +cmd=<hex> given (the head command's bits)"); $finish;
+  end
+  reg rst = 1; reg cmd__valid = 0; reg [3:0] step = 0; reg dumping = 0;
+  wire cmd__ready, busy; wire [31:0] cycles;
+  reg [{bench.o_addr_bits - 1}:0] raddr = 0; wire [{len(bench.o_data) - 1}:0] rdata;
+  {CORE_SYSTEM} system(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
+    .cmd__ready(cmd__ready), .busy(busy), .cycles(cycles), .raddr(raddr), .rdata(rdata));
+  // reset for 3 cycles, the command on the 5th, busy watched from the 15th
+  always @(posedge clk) begin
+    if (step != 15) step <= step + 1;
+    rst <= step < 3;
+    cmd__valid <= step == 4;
+    if (step == 15 && !busy && !dumping) begin $display("cycles %0d", cycles); dumping <= 1; end
+    if (dumping) begin
+      $display("word %0d", rdata);
+      raddr <= raddr + 1;
+      if (raddr == {last}) $finish;
+    end
+  end
+endmodule
+"""
+
+
+def build_plain_binary(bench: CoreBench, width: int, build_dir, obj: str, extra=()) -> tuple:
+    """Emit ``bench`` (:func:`emit_core_bench`) and :func:`plain_top` (a
+    command of ``width`` bits) into ``build_dir`` and build them as a plain
+    Verilator binary in ``build_dir/obj`` (``V`` + :data:`PLAIN_TOP`;
+    Verilator skips an unchanged build), with ``extra`` arguments. Returns
+    ``(the bench's Verilog path, the finished build process)``."""
+    import os
+    import subprocess
+
+    from kaleido.tb.runner import verilator_env
+
+    build_dir = pathlib.Path(build_dir)
+    source = pathlib.Path(emit_core_bench(bench, build_dir))
+    top = build_dir / f"{PLAIN_TOP}.v"
+    text = plain_top(bench, width)
+    if not top.exists() or top.read_text() != text:
+        top.write_text(text)
+    build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
+    build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj, *extra]
+    env = {**os.environ, **verilator_env()}
+    made = subprocess.run([*build, source.name, top.name], cwd=build_dir, env=env, capture_output=True, text=True)
+    return source, made
+
+
+def plain_output(text: str) -> tuple[int | None, list[str]]:
+    """``(cycles, O words)`` printed by a :func:`plain_top` binary
+    (``cycles`` ``None`` if it never printed them)."""
+    import re
+
+    cycles = re.search(r"^cycles (\d+)$", text, re.M)
+    return (None if cycles is None else int(cycles.group(1))), re.findall(r"^word (\d+)$", text, re.M)

@@ -10,7 +10,6 @@ import hashlib
 import json
 import math
 import os
-import pathlib
 
 import numpy as np
 
@@ -148,7 +147,7 @@ def run_core(
     K^T thresholds (default ``config.thresholds``). ``harness``:
     ``"cocotb"`` (the testbench sets the command and waits for ``busy``)
     or, on Verilator, ``"binary"``: a plain Verilator binary whose Verilog
-    top level (``kaleido.tb.core_profile.plain_top``) starts the head, waits
+    top level (``kaleido.tb.core_benches.plain_top``) starts the head, waits
     and prints O, with no cocotb main loop around the model (``make
     sim``'s: 1.4x faster on its head, docs/CORE.md)."""
     from kaleido.tb.core_benches import CORE_TOP, CoreBench, emit_core_bench, write_image
@@ -204,46 +203,32 @@ def run_core(
 def _run_binary(bench, image_arg: str, bits: int, config, core, fmt, tag: str, cxx_opt, n: int, d: int) -> dict:
     """:func:`run_core`'s ``harness="binary"``: build (Verilator skips an
     unchanged one) and run the plain binary; O from its printed words."""
-    import re
     import subprocess
     import time
 
     from kaleido.hdl.core import head_layout
-    from kaleido.tb.core_benches import emit_core_bench
-    from kaleido.tb.core_profile import PLAIN_TOP, plain_top
-    from kaleido.tb.runner import ROOT, verilator_env
+    from kaleido.tb.core_benches import PLAIN_TOP, build_plain_binary, plain_output
+    from kaleido.tb.runner import ROOT
 
     build_dir = ROOT / "build" / "sim" / "verilator" / f"{PLAIN_TOP}__{tag}"
     build_dir.mkdir(parents=True, exist_ok=True)
-    source = pathlib.Path(emit_core_bench(bench, build_dir))
-    top = build_dir / "plain_top.v"
-    text = plain_top(bench, head_layout(core, fmt).size)
-    if not top.exists() or top.read_text() != text:
-        top.write_text(text)
-    env = {**os.environ, **verilator_env()}
-    build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
-    build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", "obj", "-j", str(os.cpu_count() or 1)]
+    extra = ["-j", str(os.cpu_count() or 1)]
     if cxx_opt:
-        build += ["-MAKEFLAGS", f"OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} OPT_GLOBAL={cxx_opt}"]
-    made = subprocess.run([*build, source.name, top.name], cwd=build_dir, env=env, capture_output=True, text=True)
+        extra += ["-MAKEFLAGS", f"OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} OPT_GLOBAL={cxx_opt}"]
+    _, made = build_plain_binary(bench, head_layout(core, fmt).size, build_dir, "obj", extra)
     (build_dir / "build.log").write_text(made.stdout + made.stderr)
     if made.returncode:
         return {"build_dir": str(build_dir), "failed": True}
     t0 = time.perf_counter()
-    ran = subprocess.run(
-        [str(build_dir / "obj" / f"V{PLAIN_TOP}"), image_arg, f"+cmd={bits:x}"],
-        cwd=build_dir,
-        capture_output=True,
-        text=True,
-    )
+    binary = [str(build_dir / "obj" / f"V{PLAIN_TOP}"), image_arg, f"+cmd={bits:x}"]
+    ran = subprocess.run(binary, cwd=build_dir, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     (build_dir / "run.log").write_text(ran.stdout + ran.stderr)
-    cycles = re.search(r"^cycles (\d+)$", ran.stdout, re.M)
-    words = re.findall(r"^word (\d+)$", ran.stdout, re.M)
+    cycles, words = plain_output(ran.stdout)
     result: dict = {"build_dir": str(build_dir), "failed": True}
     if ran.returncode == 0 and cycles is not None and len(words) == bench.o_words:
         o = bench_o(words, bench.width, config.array_cols, n, d)
-        result.update(failed=False, o=o, cycles=int(cycles.group(1)), seconds=seconds)
+        result.update(failed=False, o=o, cycles=cycles, seconds=seconds)
     return result
 
 

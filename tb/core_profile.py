@@ -36,53 +36,9 @@ import time
 import numpy as np
 
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from kaleido.tb.core_benches import CORE_SYSTEM
+from kaleido.tb.core_benches import PLAIN_TOP, build_plain_binary, plain_output
 
-__all__ = ["plain_top", "module_shares", "main"]
-
-PLAIN_TOP = "plain_top"
-
-
-def plain_top(bench, width: int) -> str:
-    """A Verilog top level for ``bench`` (a ``CoreBench`` built with
-    ``external=True``, in its ``CORE_SYSTEM``; the binary takes the image
-    as ``+image=<path>`` and the head command's ``width`` bits as
-    ``+cmd=<hex>``): its own clock, reset, the command, a wait for ``busy``
-    to fall, then ``cycles`` and every O bank word printed.
-
-    Everything but the clock is driven from ``posedge clk``, as the cocotb
-    top level's ports are (``CORE_TOP``): a timed ``initial`` block writing
-    ``rst`` and the command made Verilator evaluate the whole design's
-    combinational logic in its active region on both clock edges and again
-    in its NBA region (1.7x slower on the 128-token head, a profile unlike
-    the cocotb path's)."""
-    last = bench.o_words - 1
-    return f"""
-module {PLAIN_TOP};
-  reg clk = 0; always #5 clk = ~clk;
-  reg [{width - 1}:0] cmd__payload;
-  initial if (!$value$plusargs("cmd=%h", cmd__payload)) begin
-    $display("{PLAIN_TOP}: no +cmd=<hex> given (the head command's bits)"); $finish;
-  end
-  reg rst = 1; reg cmd__valid = 0; reg [3:0] step = 0; reg dumping = 0;
-  wire cmd__ready, busy; wire [31:0] cycles;
-  reg [{bench.o_addr_bits - 1}:0] raddr = 0; wire [{len(bench.o_data) - 1}:0] rdata;
-  {CORE_SYSTEM} system(.clk(clk), .rst(rst), .cmd__payload(cmd__payload), .cmd__valid(cmd__valid),
-    .cmd__ready(cmd__ready), .busy(busy), .cycles(cycles), .raddr(raddr), .rdata(rdata));
-  // reset for 3 cycles, the command on the 5th, busy watched from the 15th
-  always @(posedge clk) begin
-    if (step != 15) step <= step + 1;
-    rst <= step < 3;
-    cmd__valid <= step == 4;
-    if (step == 15 && !busy && !dumping) begin $display("cycles %0d", cycles); dumping <= 1; end
-    if (dumping) begin
-      $display("word %0d", rdata);
-      raddr <= raddr + 1;
-      if (raddr == {last}) $finish;
-    end
-  end
-endmodule
-"""
+__all__ = ["module_shares", "main"]
 
 
 def module_shares(report: str, verilog: str) -> dict[str, float]:
@@ -114,9 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     from kaleido.checks import parse_array_size
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import head_layout
-    from kaleido.tb.core_benches import CoreBench, emit_core_bench, write_image
+    from kaleido.tb.core_benches import CoreBench, write_image
     from kaleido.tb.core_io import bench_o, command_bits, core_command, core_reference
-    from kaleido.tb.runner import verilator_env
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", default="2,8,8", help="T,H,W of the synthetic HunyuanVideo head (default 2,8,8)")
@@ -146,22 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     bench = CoreBench(len(image), n * d, config, core, fmt, external=True)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    source = pathlib.Path(emit_core_bench(bench, out))
-    (out / "plain_top.v").write_text(plain_top(bench, head_layout(core, fmt).size))
-    obj = (
-        ("obj_plain" if args.no_perf else "obj_prof")
-        + (args.cxx_opt or "")
-        + (f"_t{args.threads}" if args.threads > 1 else "")
-    )
-    env = {**os.environ, **verilator_env()}
-    build = ["verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3"]
-    build += ["--top-module", PLAIN_TOP, "-CFLAGS", "-fcoroutines", "--Mdir", obj]
-    build += [] if args.no_perf else ["--prof-cfuncs"]
-    build += ["--threads", str(args.threads)] if args.threads > 1 else []
+    obj = ("obj_plain" if args.no_perf else "obj_prof") + (args.cxx_opt or "")
+    obj += f"_t{args.threads}" if args.threads > 1 else ""
+    extra = [] if args.no_perf else ["--prof-cfuncs"]
+    extra += ["--threads", str(args.threads)] if args.threads > 1 else []
     if args.cxx_opt:
-        build += ["-MAKEFLAGS", f"OPT_FAST={args.cxx_opt} OPT_GLOBAL={args.cxx_opt}"]
+        extra += ["-MAKEFLAGS", f"OPT_FAST={args.cxx_opt} OPT_GLOBAL={args.cxx_opt}"]
     t0 = time.time()
-    subprocess.run([*build, source.name, "plain_top.v"], cwd=out, env=env, check=True, capture_output=True)
+    source, made = build_plain_binary(bench, head_layout(core, fmt).size, out, obj, extra)
+    if made.returncode:
+        raise SystemExit(f"the Verilator build failed:\n{made.stdout}{made.stderr}")
     built = time.time() - t0
     image_arg = f"+image={write_image(image, core.port_bytes, out)}"
     binary = [f"{obj}/V{PLAIN_TOP}", image_arg, f"+cmd={command_bits(cmd, core, fmt):x}"]
@@ -169,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
     seconds = time.time() - t0
-    cycles = int(re.search(r"cycles (\d+)", text).group(1))  # type: ignore[union-attr]
-    words = re.findall(r"word (\d+)", text)
+    cycles, words = plain_output(text)
+    if cycles is None:
+        raise SystemExit(f"the binary printed no cycles:\n{text}")
     ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)  # pairing does not change O
     bit_exact = len(words) == bench.o_words and bool(
         np.array_equal(bench_o(words, bench.width, config.array_cols, n, d), ref)

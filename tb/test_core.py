@@ -15,8 +15,8 @@ import pytest
 from kaleido.config import CoreConfig, KaleidoConfig
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
+from kaleido.tb.core_benches import PLAIN_TOP
 from kaleido.tb.core_io import core_head, core_reference, run_core, simulate_core
-from kaleido.tb.core_profile import PLAIN_TOP
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
