@@ -14,7 +14,7 @@ rm -rf build/lock
 mkdir -p build/lock
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet --upgrade -e ".[hw,test]"
+"$VENV/bin/python" -m pip install --quiet --upgrade -e ".[hw,test]" uv
 # setuptools is the venv's own (the build runs in pip's isolated env)
 "$VENV/bin/python" -m pip freeze --all --exclude-editable | grep -v '^setuptools==' > build/lock/candidate.lock
 echo "lock: candidate versions in build/lock/candidate.lock; running the flows with them"

