@@ -303,6 +303,26 @@ def test_core_bench_emission_cache_follows_the_source(tmp_path):
 @pytest.mark.parametrize(
     "argv, match",
     [
+        (["--harness", "gpi"], r"--harness takes binary, cocotb, not 'gpi'"),
+        (["--harness", ","], r"--harness takes binary, cocotb, not ','"),
+        (["--repeat", "0"], r"--repeat must be at least 1, not 0"),
+        (["--grid", "4,16"], r"--grid must be three positive integers T,H,W, not '4,16'"),
+        (["--cocotb-grid", "2,x,8"], r"--cocotb-grid must be three positive integers T,H,W, not '2,x,8'"),
+    ],
+)
+def test_core_sim_bench_rejects_bad_arguments(argv, match, tmp_path):
+    """``make bench``'s simulation-speed bench stops with a message naming
+    the bad value, before it builds or simulates anything."""
+    from kaleido.tb.core_sim_bench import main as bench
+
+    with pytest.raises(SystemExit, match=match):
+        bench([*argv, "--out", str(tmp_path / "core_sim.json")])
+    assert not (tmp_path / "core_sim.json").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
         (["--grid", "0,4,4"], r"at least 1, not \(0, 4, 4\)"),
         (["--grid", "64,32,32"], r"65536 tokens; the core addresses at most 32768"),
         (["--grid", "2,4,x"], r"--grid must be comma-separated integers, not '2,4,x'"),
