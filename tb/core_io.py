@@ -207,7 +207,7 @@ def _run_binary(bench, image_arg: str, bits: int, config, core, fmt, tag: str, c
     import time
 
     from kaleido.hdl.core import head_layout
-    from kaleido.tb.core_benches import PLAIN_TOP, build_plain_binary, plain_output
+    from kaleido.tb.core_benches import PLAIN_TOP, build_plain_binary, plain_cxx, plain_output
     from kaleido.tb.runner import ROOT
 
     build_dir = ROOT / "build" / "sim" / "verilator" / f"{PLAIN_TOP}__{tag}"
@@ -225,7 +225,7 @@ def _run_binary(bench, image_arg: str, bits: int, config, core, fmt, tag: str, c
     seconds = time.perf_counter() - t0
     (build_dir / "run.log").write_text(ran.stdout + ran.stderr)
     cycles, words = plain_output(ran.stdout)
-    result: dict = {"build_dir": str(build_dir), "failed": True}
+    result: dict = {"build_dir": str(build_dir), "failed": True, "cxx": plain_cxx() or "verilator's default"}
     if ran.returncode == 0 and cycles is not None and len(words) == bench.o_words:
         o = bench_o(words, bench.width, config.array_cols, n, d)
         result.update(failed=False, o=o, cycles=cycles, seconds=seconds)

@@ -1,6 +1,7 @@
 """Where the attention core's Verilator simulation spends its time (issue
 13): one head through the emitted core bench, built as a plain Verilator
-binary (``--binary``: a Verilog top level starts the head, waits for
+binary (``core_benches.build_plain_binary``: a C++ main clocks a Verilog
+top level that starts the head, waits for
 ``busy`` to fall and prints O, which is checked bit for bit against the
 golden model; no cocotb), run under Linux ``perf``, its samples summed by
 the module instance of the Verilog line each function came from
@@ -36,7 +37,7 @@ import time
 import numpy as np
 
 from kaleido.config import CoreConfig, KaleidoConfig, SoftmaxFormat
-from kaleido.tb.core_benches import PLAIN_TOP, build_plain_binary, plain_output
+from kaleido.tb.core_benches import PLAIN_TOP, build_plain_binary, plain_cxx, plain_output
 
 __all__ = ["module_shares", "main"]
 
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "profiled": not args.no_perf,
         "cxx_opt": args.cxx_opt or "-Os",
         "threads": args.threads,
+        "cxx": plain_cxx() or "verilator's default",
         "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
         "pv_pairs": config.pv_pairs,
         "load_average": round(os.getloadavg()[0], 2),

@@ -180,6 +180,8 @@ def main(argv=None) -> int:
         "sim_seconds": round(res["seconds"], 2),
         "wall_seconds": round(wall, 1),
     }
+    if "cxx" in res:  # the plain binary's C++ compiler
+        result["cxx"] = res["cxx"]
     result_path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  O bit-exact against the golden model: {'yes' if exact else 'NO'}")
     print(f"  core cycles      {res['cycles']:>12,}")
