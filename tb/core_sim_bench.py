@@ -5,7 +5,8 @@ each cycle), the simulated cycles per second of the head's run (the build
 and the O readback not counted) against the goal of 200,000.
 
 ``python -m kaleido.tb.core_sim_bench [--grid T,H,W] [--harness binary,cocotb]
-[--repeat N] [--out build/bench/core_sim.json]``.
+[--repeat N] [--out build/bench/core_sim.json]``; also writes the
+runs as CSV beside it (``core_sim.csv``).
 
 Two harnesses, one row each (``run_core``'s ``harness``):
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from kaleido.config import CoreConfig, KaleidoConfig
 
-__all__ = ["GOAL", "HARNESSES", "measure", "main"]
+__all__ = ["GOAL", "HARNESSES", "CSV_COLUMNS", "measure", "runs_csv", "main"]
 
 #: the issue's goal for the core on Verilator, simulated cycles per second
 GOAL = 200_000
@@ -92,6 +93,22 @@ def measure(grid=(4, 16, 16), sim: str = "verilator", seed: int = 1, harness: st
     }
 
 
+#: the columns of :func:`runs_csv`
+CSV_COLUMNS = ("harness", "simulator", "tokens", "cycles", "model_cycles", "bit_exact", "run", "run_seconds")
+
+
+def runs_csv(rows: list[dict]) -> str:
+    """:func:`measure`'s rows as CSV, one line a run (``core_sim.csv``
+    beside the JSON): :data:`CSV_COLUMNS`, then its cycles per second and
+    the goal."""
+    lines = [",".join((*CSV_COLUMNS, "sim_cycles_per_s", "goal_cycles_per_s"))]
+    for r in rows:
+        for i, (sec, rate) in enumerate(zip(r["run_seconds"], r["runs_cycles_per_s"], strict=True)):
+            fields = [r[c] for c in CSV_COLUMNS[:6]] + [i + 1, sec, rate, GOAL]
+            lines.append(",".join(str(f) for f in fields))
+    return "\n".join(lines) + "\n"
+
+
 def _grid(text: str, flag: str) -> tuple[int, ...]:
     try:
         grid = tuple(int(x) for x in text.split(","))
@@ -142,7 +159,8 @@ def main(argv=None) -> int:
         "rows": rows,
     }
     out.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"-> {out}")
+    out.with_suffix(".csv").write_text(runs_csv(rows))
+    print(f"-> {out}, {out.with_suffix('.csv')}")
     return 0
 
 

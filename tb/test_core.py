@@ -320,6 +320,29 @@ def test_core_sim_bench_rejects_bad_arguments(argv, match, tmp_path):
     assert not (tmp_path / "core_sim.json").exists()
 
 
+def test_core_sim_bench_writes_one_csv_line_a_run():
+    """The speed bench's CSV: a header, then one line per run of each row
+    with that run's seconds and rate, in the rows' order."""
+    import csv
+    import io
+
+    from kaleido.tb.core_sim_bench import GOAL, runs_csv
+
+    row = {"harness": "binary", "simulator": "verilator", "tokens": 8, "cycles": 100, "model_cycles": 100}
+    rows = [
+        {**row, "bit_exact": True, "run_seconds": [0.5, 0.25], "runs_cycles_per_s": [200, 400]},
+        {**row, "harness": "cocotb", "bit_exact": False, "run_seconds": [1.0], "runs_cycles_per_s": [100]},
+    ]
+    got = list(csv.DictReader(io.StringIO(runs_csv(rows))))
+    assert [(r["harness"], r["run"], r["run_seconds"], r["sim_cycles_per_s"]) for r in got] == [
+        ("binary", "1", "0.5", "200"),
+        ("binary", "2", "0.25", "400"),
+        ("cocotb", "1", "1.0", "100"),
+    ]
+    assert [r["bit_exact"] for r in got] == ["True", "True", "False"]
+    assert {r["goal_cycles_per_s"] for r in got} == {str(GOAL)}
+
+
 @pytest.mark.parametrize(
     "argv, match",
     [
