@@ -57,6 +57,7 @@ from .explore_model import (
     softmax_stage_cycles,
 )
 from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
+from .golden.row_delta import pv_half_beats, window_p, window_pv_bounds
 from .golden.softmax import head_p
 from .golden.windows import window_bound
 from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
@@ -92,6 +93,11 @@ __all__ = [
     "rerank",
     "merge",
     "window_bounds",
+    "stacked_ceiling",
+    "bounds_table",
+    "BOUNDS_FIELDS",
+    "write_bounds",
+    "read_bounds_csv",
     "main",
 ]
 
@@ -961,35 +967,113 @@ def frontier(agg: dict, group: str = "tuning", key: str = "attention_speedup") -
     return sorted(front, key=lambda n: agg[n][group]["psnr_min"])
 
 
-def window_bounds(specs=TUNING, ws=(2, 4, 8), thresholds=((5, 4), (6, 4), (7, 4))) -> list[dict]:
-    """Longer reuse windows (:func:`kaleido.golden.windows.window_bound`):
-    per head, window and thresholds the ``Q K^T`` and ``P V`` op bounds,
-    the whole-attention bound at full utilization (each stage's dense
-    cycles over its op bound, the softmax as is) and the PSNR."""
+def _head_bounds(args) -> list[dict]:
+    spec, group, ws, thresholds = args
+    w = spec.load()
+    cfg = KaleidoConfig(split=w.split)
+    qk_dense = qk_timing(w.q, w.k, w.grid, w.split, cfg, order="queue").dense_cycles
+    pv_dense = pv_timing(w.v, w.grid, w.split, cfg)["dense_cycles"]
+    sm = softmax_stage_cycles(w.n, w.d)
+
+    def attention(qk: float, pv: float, pv_base: float = 1.0) -> float:  # each stage's dense cycles over its bound
+        return (qk_dense + pv_dense / pv_base + sm) / (qk_dense / qk + pv_dense / pv + sm)
+
+    # the dense array given small-P pairing too (no reuse: F = P = 9), the baseline that pairing alone does not beat
+    p_dense = window_p(w.q, w.k, w.grid, w.split, 2, (9, 9), scales=w.scales)
+    pv_dense_small = pv_half_beats(p_dense, w.v, w.grid, w.split, 2, 9)["bound"]
+
     rows = []
-    for spec in specs:
-        w = spec.load()
-        cfg = KaleidoConfig(split=w.split)
-        qk_dense = qk_timing(w.q, w.k, w.grid, w.split, cfg, order="queue").dense_cycles
-        pv_dense = pv_timing(w.v, w.grid, w.split, cfg)["dense_cycles"]
-        sm = softmax_stage_cycles(w.n, w.d)
-        for fp in thresholds:
-            for win in ws:
-                b = window_bound(w.q, w.k, w.v, w.grid, w.split, win, fp, scales=w.scales, reference=_reference(spec))
-                att = (qk_dense + pv_dense + sm) / (qk_dense / b["bound"] + pv_dense / b["pv_bound"] + sm)
-                rows.append(
-                    {
-                        "workload": spec.name,
-                        "w": win,
-                        "thresholds": list(fp),
-                        "qk_bound": b["bound"],
-                        "qk_bound_row_partial": b["bound_row_partial"],
-                        "pv_bound": b["pv_bound"],
-                        "attention_bound": att,
-                        "psnr": b["vs_int8"]["psnr"],
-                    }
-                )
+    for fp in thresholds:
+        for win in ws:
+            b = window_bound(w.q, w.k, w.v, w.grid, w.split, win, fp, scales=w.scales, reference=_reference(spec))
+            s = window_pv_bounds(w.q, w.k, w.v, w.grid, w.split, win, fp, scales=w.scales)
+            rows.append(
+                {
+                    "workload": spec.name,
+                    "set": group,
+                    "w": win,
+                    "thresholds": list(fp),
+                    "qk_bound": b["bound"],
+                    "qk_bound_row_partial": b["bound_row_partial"],
+                    "pv_bound": b["pv_bound"],
+                    **s,
+                    "attention_bound": attention(b["bound"], b["pv_bound"]),
+                    "attention_bound_small": attention(b["bound"], s["pv_bound_small"]),
+                    "attention_bound_stacked": attention(b["bound_row_partial"], s["pv_bound_small_delta"]),
+                    "pv_dense_bound_small": pv_dense_small,
+                    "attention_bound_stacked_vs_dense_small": attention(
+                        b["bound_row_partial"], s["pv_bound_small_delta"], pv_dense_small
+                    ),
+                    "psnr": b["vs_int8"]["psnr"],
+                }
+            )
     return rows
+
+
+def window_bounds(
+    sets: dict[str, tuple] | None = None,
+    ws=(2, 4, 8),
+    thresholds=((5, 4), (6, 4), (7, 4)),
+    *,
+    jobs: int | None = None,
+) -> list[dict]:
+    """Op bounds at full utilization, per head of ``sets`` (name -> specs,
+    default tuning and held-out), window ``w`` and thresholds (no PE
+    implements them; the softmax counted as it is, each stage at its
+    dense cycles over its bound):
+
+    * ``qk_bound``, ``qk_bound_row_partial``, ``pv_bound``
+      (:func:`kaleido.golden.windows.window_bound`; w = 2 is the pairs);
+    * ``pv_bound_small`` (small-P halves) and ``pv_bound_small_delta``
+      (and delta-coded query rows, P-side reuse):
+      :func:`kaleido.golden.row_delta.window_pv_bounds`;
+    * ``attention_bound`` (the first and third), ``attention_bound_small``
+      (``Q K^T`` with small-P halves on P V), ``attention_bound_stacked``
+      (every lever: row-side partial reuse, small-P halves, delta rows);
+    * ``pv_dense_bound_small``: the dense array's P V with small-P halves
+      (no reuse), and ``attention_bound_stacked_vs_dense_small``, every
+      lever over that array (pairing small P is not reuse: a dense array
+      can do it too);
+    * ``psnr`` against int8 attention (the levers past windows change no
+      output).
+
+    Heads run on ``jobs`` processes (default every core)."""
+    sets = {"tuning": TUNING, "held_out": HELD_OUT} if sets is None else sets
+    tasks = [(spec, group, tuple(ws), tuple(thresholds)) for group, specs in sets.items() for spec in specs]
+    jobs = min(jobs or os.cpu_count() or 1, len(tasks))
+    if jobs <= 1:
+        return [row for t in tasks for row in _head_bounds(t)]
+    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    with ctx.Pool(jobs) as pool:
+        return [row for rows in pool.map(_head_bounds, tasks) for row in rows]
+
+
+def stacked_ceiling(bounds: list[dict], floor: float = FLOOR) -> dict:
+    """Per set, each head's best ``attention_bound_stacked`` (and
+    ``attention_bound_small``) over the windows and thresholds whose PSNR
+    holds ``floor``, with the geometric means and the slowest head: the
+    ceiling of every lever measured, chosen per head (an oracle)."""
+    out: dict = {}
+    for b in bounds:
+        if b["psnr"] < floor:
+            continue
+        head = out.setdefault(b["set"], {"heads": {}})["heads"].setdefault(b["workload"], {})
+        for key in ("attention_bound_stacked", "attention_bound_small"):
+            if b[key] > head.get(key, (0.0,))[0]:
+                head[key] = (b[key], b["w"], b["thresholds"], b["psnr"])
+                if key == "attention_bound_stacked" and "attention_bound_stacked_vs_dense_small" in b:
+                    head["vs_dense_small"] = b["attention_bound_stacked_vs_dense_small"]
+
+    def stats(xs: list[float]) -> dict:
+        return {"geomean": _geomean(xs), "min": min(xs), "at_least_2x": sum(x >= 2.0 for x in xs)}
+
+    for group in out.values():
+        for key in ("attention_bound_stacked", "attention_bound_small"):
+            group[key] = stats([h[key][0] for h in group["heads"].values()])
+        xs = [h["vs_dense_small"] for h in group["heads"].values() if "vs_dense_small" in h]
+        if len(xs) == len(group["heads"]):
+            group["vs_dense_small"] = stats(xs)
+    return out
 
 
 def rerank(result: dict) -> dict:
@@ -1060,7 +1144,7 @@ def explore(
         "rows": rows,
     }
     if bounds:
-        result["window_bounds"] = window_bounds(tuple(sets.get("tuning", TUNING)))
+        result["window_bounds"] = window_bounds(sets, jobs=jobs)
     result["seconds"] = time.time() - t0
     result["jobs"] = jobs or os.cpu_count() or 1
     return result
@@ -1129,6 +1213,60 @@ def _fmt_fp(th) -> str:
     return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
 
 
+def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
+    """Markdown of :func:`window_bounds`' rows and, when they carry every
+    lever, :func:`stacked_ceiling` at ``floor``."""
+    lines = [
+        "Op bounds at 100 % utilization (no PE implements windows longer than pairs, row-side partial "
+        "reuse or delta-coded query rows; small-P pairing is built, its halves are its bound):",
+        "",
+        "| set | head | w | (F,P) | Q K^T bound | ... with row-side partial reuse | P V bound | "
+        "... with small-P halves | ... and delta rows | attention bound | ... with small-P halves | "
+        "... every lever | PSNR |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[
+            f"| {b.get('set', 'tuning')} | {b['workload']} | {b['w']} | "
+            f"({b['thresholds'][0]},{b['thresholds'][1]}) | "
+            f"{b['qk_bound']:.3f}x | {b.get('qk_bound_row_partial', float('nan')):.3f}x | "
+            f"{b['pv_bound']:.3f}x | {b.get('pv_bound_small', float('nan')):.3f}x | "
+            f"{b.get('pv_bound_small_delta', float('nan')):.3f}x | {b['attention_bound']:.3f}x | "
+            f"{b.get('attention_bound_small', float('nan')):.3f}x | "
+            f"{b.get('attention_bound_stacked', float('nan')):.3f}x | {b['psnr']:.1f} dB |"
+            for b in wb
+        ],
+    ]
+    if all("attention_bound_stacked" in b for b in wb):
+        ceiling = stacked_ceiling(wb, floor)
+        lines += [
+            "",
+            f"The ceiling at {floor:g} dB: each head's best bound over the windows and "
+            "thresholds above that hold the floor (chosen per head, an oracle):",
+            "",
+            "| set | head | every lever | w, (F,P), PSNR | ... over a dense array pairing small P | "
+            "Q K^T levers, small-P halves on P V | w, (F,P), PSNR |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for group, c in ceiling.items():
+            for head, h in c["heads"].items():
+                st, sm = h["attention_bound_stacked"], h["attention_bound_small"]
+                vd = f"{h['vs_dense_small']:.3f}x" if "vs_dense_small" in h else "-"
+                lines.append(
+                    f"| {group} | {head} | {st[0]:.3f}x | {st[1]}, ({st[2][0]},{st[2][1]}), {st[3]:.1f} dB | "
+                    f"{vd} | "
+                    f"{sm[0]:.3f}x | {sm[1]}, ({sm[2][0]},{sm[2][1]}), {sm[3]:.1f} dB |"
+                )
+
+            def agg(a: dict, n: int = len(c["heads"])) -> str:
+                return f"{a['geomean']:.3f}x ({a['min']:.3f}x), {a['at_least_2x']} of {n} at 2x"
+
+            vd = agg(c["vs_dense_small"]) if "vs_dense_small" in c else "-"
+            lines.append(
+                f"| {group} | geomean (slowest) | {agg(c['attention_bound_stacked'])} | | {vd} | "
+                f"{agg(c['attention_bound_small'])} | |"
+            )
+    return lines
+
+
 def summary(result: dict) -> list[str]:
     """Markdown tables of a result (``summary.md``, docs/EXPLORATION.md)."""
     agg, floor = result["aggregate"], result["floor_db"]
@@ -1178,19 +1316,7 @@ def summary(result: dict) -> list[str]:
                 f"{r['qk_speedup']:.3f}x | {r['attention_speedup']:.3f}x | {r['psnr']:.1f} dB |"
             )
     if "window_bounds" in result:
-        lines += [
-            "",
-            "Longer reuse windows (op bounds at 100 % utilization, no PE implements them):",
-            "",
-            "| head | w | (F,P) | Q K^T bound | ... with row-side partial reuse | P V bound | attention bound | PSNR |",
-            "|---|---|---|---|---|---|---|---|",
-            *[
-                f"| {b['workload']} | {b['w']} | ({b['thresholds'][0]},{b['thresholds'][1]}) | {b['qk_bound']:.3f}x | "
-                f"{b.get('qk_bound_row_partial', float('nan')):.3f}x | "
-                f"{b['pv_bound']:.3f}x | {b['attention_bound']:.3f}x | {b['psnr']:.1f} dB |"
-                for b in result["window_bounds"]
-            ],
-        ]
+        lines += ["", *bounds_table(result["window_bounds"], floor)]
     return lines
 
 
@@ -1215,6 +1341,64 @@ _CSV_FIELDS = (
     "cosine",
     "seconds",
 )
+
+
+#: the columns of ``bounds.csv`` (:func:`write_bounds`), one row per head, window and thresholds
+BOUNDS_FIELDS = (
+    "set",
+    "workload",
+    "w",
+    "F",
+    "P",
+    "qk_bound",
+    "qk_bound_row_partial",
+    "pv_bound",
+    "pv_bound_small",
+    "pv_bound_small_delta",
+    "pv_dense_bound_small",
+    "attention_bound",
+    "attention_bound_small",
+    "attention_bound_stacked",
+    "attention_bound_stacked_vs_dense_small",
+    "psnr",
+)
+
+
+def write_bounds(wb: list[dict], out: str, floor: float = FLOOR) -> list[str]:
+    """``bounds.json``, ``bounds.csv`` (:data:`BOUNDS_FIELDS`) and
+    ``bounds.md`` (:func:`bounds_table`) of :func:`window_bounds`' rows in
+    ``out``."""
+    os.makedirs(out, exist_ok=True)
+    paths = [os.path.join(out, x) for x in ("bounds.json", "bounds.csv", "bounds.md")]
+    with open(paths[0], "w") as f:
+        json.dump({"floor_db": floor, "window_bounds": wb}, f, indent=1, default=float)
+    with open(paths[1], "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(BOUNDS_FIELDS), extrasaction="ignore")
+        wr.writeheader()
+        for b in wb:
+            wr.writerow({**b, "F": b["thresholds"][0], "P": b["thresholds"][1]})
+    with open(paths[2], "w") as f:
+        f.write("\n".join(bounds_table(wb, floor)) + "\n")
+    return paths
+
+
+def read_bounds_csv(path: str) -> list[dict]:
+    """:func:`window_bounds`' rows back from a ``bounds.csv`` (``F`` and
+    ``P`` as ``thresholds``)."""
+    text = ("set", "workload")
+    values = [k for k in BOUNDS_FIELDS if k not in ("F", "P")]
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    missing = [k for k in BOUNDS_FIELDS if rows and k not in rows[0]]
+    if missing:
+        raise ValueError(f"{path} lacks the bounds columns {missing}")
+    return [
+        {
+            **{k: r[k] if k in text else int(r[k]) if k == "w" else float(r[k]) for k in values},
+            "thresholds": [int(r["F"]), int(r["P"])],
+        }
+        for r in rows
+    ]
 
 
 def write(result: dict, out: str) -> list[str]:
@@ -1247,6 +1431,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidate", action="append", default=None, help="only these candidates, by name (repeatable)")
     p.add_argument("--no-bounds", action="store_true", help="skip the longer-window op bounds")
     p.add_argument(
+        "--bounds-only",
+        action="store_true",
+        help="only the op bounds and the ceiling of every lever, on both sets: OUT/bounds.json, bounds.csv, "
+        "bounds.md (about 3 min on two cores)",
+    )
+    p.add_argument(
         "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"
     )
     p.add_argument(
@@ -1269,10 +1459,16 @@ def run(args: argparse.Namespace) -> int:
         args.out = os.path.join("build", "explore", "quick") if args.quick else os.path.join("build", "explore")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
+    if args.bounds_only:
+        if args.summarize or args.no_bounds or args.quick:
+            raise ValueError("--bounds-only runs alone: not with --summarize, --no-bounds or --quick")
+        for path in write_bounds(window_bounds(jobs=args.jobs), args.out, args.floor):
+            print(f"wrote {path}")
+        return 0
     if args.summarize:
         result = rerank(_read(args.out))
         if not args.no_bounds:
-            result["window_bounds"] = window_bounds()
+            result["window_bounds"] = window_bounds(jobs=args.jobs)
         for path in write(result, args.out):
             print(f"wrote {path}")
         return 0
