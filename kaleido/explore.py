@@ -94,6 +94,7 @@ __all__ = [
     "merge",
     "window_bounds",
     "stacked_ceiling",
+    "fixed_ceiling",
     "bounds_table",
     "BOUNDS_FIELDS",
     "write_bounds",
@@ -1213,6 +1214,43 @@ def _fmt_fp(th) -> str:
     return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
 
 
+def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attention_bound_stacked") -> dict:
+    """The ceiling with one window and thresholds for every head (no
+    oracle): among the ``(w, thresholds)`` of :func:`window_bounds`' rows,
+    the fastest by the tuning geomean of ``key`` whose PSNR holds ``floor``
+    on every tuning head (``tuning``) and on every head of every set
+    (``robust``). Each: ``w``, ``thresholds`` and per set ``geomean``,
+    ``min``, ``at_least_2x``, ``heads``, ``psnr_min``, ``below_floor``."""
+    combos: dict = {}
+    for b in bounds:
+        combos.setdefault((b["w"], tuple(b["thresholds"])), {}).setdefault(b["set"], []).append(b)
+
+    def summary(sets: dict) -> dict:
+        return {
+            g: {
+                "geomean": _geomean([b[key] for b in rows]),
+                "min": min(b[key] for b in rows),
+                "at_least_2x": sum(b[key] >= 2.0 for b in rows),
+                "heads": len(rows),
+                "psnr_min": min(b["psnr"] for b in rows),
+                "below_floor": sum(b["psnr"] < floor for b in rows),
+            }
+            for g, rows in sets.items()
+        }
+
+    out = {}
+    for name, groups in (("tuning", ("tuning",)), ("robust", None)):
+        ok = [
+            (c, sets)
+            for c, sets in combos.items()
+            if "tuning" in sets and all(b["psnr"] >= floor for g in (groups or sets) for b in sets[g])
+        ]
+        if ok:
+            (w, fp), sets = max(ok, key=lambda x: _geomean([b[key] for b in x[1]["tuning"]]))
+            out[name] = {"w": w, "thresholds": list(fp), **summary(sets)}
+    return out
+
+
 def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
     """Markdown of :func:`window_bounds`' rows and, when they carry every
     lever, :func:`stacked_ceiling` at ``floor``."""
@@ -1264,6 +1302,23 @@ def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
                 f"| {group} | geomean (slowest) | {agg(c['attention_bound_stacked'])} | | {vd} | "
                 f"{agg(c['attention_bound_small'])} | |"
             )
+        fixed = fixed_ceiling(wb, floor)
+        lines += [
+            "",
+            "Every lever with one window and thresholds for every head (no oracle), the fastest on the tuning "
+            f"set that holds {floor:g} dB on every tuning head, and on every head of every set:",
+            "",
+            "| holds the floor on | w, (F,P) | set | every lever | heads at 2x | PSNR min | heads below the floor |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, f in fixed.items():
+            for group in (g for g in f if isinstance(f[g], dict)):
+                a = f[group]
+                lines.append(
+                    f"| {'the tuning set' if name == 'tuning' else 'every set'} | {f['w']}, "
+                    f"({f['thresholds'][0]},{f['thresholds'][1]}) | {group} | {a['geomean']:.3f}x ({a['min']:.3f}x) | "
+                    f"{a['at_least_2x']} of {a['heads']} | {a['psnr_min']:.1f} dB | {a['below_floor']} |"
+                )
     return lines
 
 

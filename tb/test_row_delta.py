@@ -17,7 +17,14 @@ from kaleido import KaleidoConfig
 from kaleido.bench.report import ceiling
 from kaleido.config import SMALL_P
 from kaleido.encoding import Reuse
-from kaleido.explore import WorkloadSpec, read_bounds_csv, stacked_ceiling, window_bounds, write_bounds
+from kaleido.explore import (
+    WorkloadSpec,
+    fixed_ceiling,
+    read_bounds_csv,
+    stacked_ceiling,
+    window_bounds,
+    write_bounds,
+)
 from kaleido.explore import main as explore_main
 from kaleido.golden.row_delta import delta_accumulate, delta_rows, pv_half_beats, window_p, window_pv_bounds
 from kaleido.golden.windows import window_anchors, window_bound, window_classes
@@ -140,24 +147,19 @@ def test_bad_input_is_named(call, match):
         call(P, V)
 
 
-def test_stacked_ceiling_picks_what_holds_the_floor():
-    def row(head, group, w, stacked, small, psnr):
-        return {
-            "workload": head,
-            "set": group,
-            "w": w,
-            "thresholds": [6, 4],
-            "attention_bound_stacked": stacked,
-            "attention_bound_small": small,
-            "psnr": psnr,
-        }
+def _bound_row(head: str, group: str, w: int, fp: list, stacked: float, psnr: float, small: float = 1.0) -> dict:
+    """A row of :func:`window_bounds` with only what the ceilings read."""
+    where = {"workload": head, "set": group, "w": w, "thresholds": fp}
+    return {**where, "attention_bound_stacked": stacked, "attention_bound_small": small, "psnr": psnr}
 
+
+def test_stacked_ceiling_picks_what_holds_the_floor():
     rows = [
-        row("a", "tuning", 2, 1.8, 1.5, 43.0),
-        row("a", "tuning", 4, 2.4, 1.7, 41.0),
-        row("a", "tuning", 8, 3.0, 2.5, 39.9),  # below the floor: never chosen
-        row("b", "tuning", 2, 1.9, 1.6, 44.0),
-        row("c", "held_out", 4, 2.1, 1.4, 40.0),
+        _bound_row("a", "tuning", 2, [6, 4], 1.8, 43.0, 1.5),
+        _bound_row("a", "tuning", 4, [6, 4], 2.4, 41.0, 1.7),
+        _bound_row("a", "tuning", 8, [6, 4], 3.0, 39.9, 2.5),  # below the floor: never chosen
+        _bound_row("b", "tuning", 2, [6, 4], 1.9, 44.0, 1.6),
+        _bound_row("c", "held_out", 4, [6, 4], 2.1, 40.0, 1.4),
     ]
     c = stacked_ceiling(rows, 40.0)
     assert c["tuning"]["heads"]["a"]["attention_bound_stacked"] == (2.4, 4, [6, 4], 41.0)
@@ -222,6 +224,8 @@ def test_the_reports_ceiling_section(small_bounds, tmp_path, monkeypatch):
     c = stacked_ceiling(small_bounds, 40.0)["tuning"]["attention_bound_stacked"]
     assert f"| tuning | {c['geomean']:.3f}x ({c['min']:.3f}x) | {c['at_least_2x']} of 1 |" in text
     assert "the committed" in text
+    f = fixed_ceiling(small_bounds, 40.0)
+    assert ("Without the oracle" in text) == ("robust" in f) and ("No single window" in text) == ("robust" not in f)
 
 
 @pytest.mark.parametrize("flag", ["--quick", "--summarize", "--no-bounds"])
@@ -230,3 +234,26 @@ def test_bounds_only_runs_alone(flag, capsys):
         explore_main(["--bounds-only", flag])
     assert err.value.code == 2
     assert "--bounds-only runs alone" in capsys.readouterr().err
+
+
+def test_fixed_ceiling_takes_one_choice_for_every_head():
+    rows = [
+        _bound_row("a", "tuning", 4, [6, 4], 2.4, 41.0),
+        _bound_row("b", "tuning", 4, [6, 4], 2.0, 42.0),
+        _bound_row("c", "held_out", 4, [6, 4], 2.2, 36.0),  # (6,4) fails the floor held out
+        _bound_row("a", "tuning", 4, [7, 4], 2.1, 48.0),
+        _bound_row("b", "tuning", 4, [7, 4], 1.8, 49.0),
+        _bound_row("c", "held_out", 4, [7, 4], 1.9, 45.0),
+        _bound_row("a", "tuning", 8, [5, 4], 3.0, 39.0),  # fails on tuning: never chosen
+        _bound_row("b", "tuning", 8, [5, 4], 3.0, 45.0),
+        _bound_row("c", "held_out", 8, [5, 4], 3.0, 45.0),
+    ]
+    f = fixed_ceiling(rows, 40.0)
+    assert (f["tuning"]["w"], f["tuning"]["thresholds"]) == (4, [6, 4])
+    assert f["tuning"]["tuning"]["geomean"] == pytest.approx(math.sqrt(2.4 * 2.0))
+    assert f["tuning"]["held_out"] == pytest.approx(
+        {"geomean": 2.2, "min": 2.2, "at_least_2x": 1, "heads": 1, "psnr_min": 36.0, "below_floor": 1}
+    )
+    assert (f["robust"]["w"], f["robust"]["thresholds"]) == (4, [7, 4])
+    assert f["robust"]["tuning"]["at_least_2x"] == 1 and f["robust"]["held_out"]["below_floor"] == 0
+    assert fixed_ceiling(rows, 60.0) == {}  # nothing holds 60 dB

@@ -1207,7 +1207,7 @@ def _bounds_source(rep):
 def ceiling(rep, plt):
     """Issue 14: the ceiling of every lever measured (op bounds at full
     utilization, the best per head at the floor), tuning and held-out."""
-    from ..explore import BOUNDS_FIELDS, FLOOR, stacked_ceiling
+    from ..explore import BOUNDS_FIELDS, FLOOR, fixed_ceiling, stacked_ceiling
 
     wb, source = _bounds_source(rep)
     head = ["## The ceiling of every lever (issue 14)", ""]
@@ -1242,6 +1242,26 @@ def ceiling(rep, plt):
         "| windows and small-P halves only | heads at 2x |",
         "|---|---|---|---|---|---|---|",
         *rows,
+        "",
+        *_fixed_line(fixed_ceiling(wb, FLOOR), FLOOR),
+    ]
+
+
+def _fixed_line(fixed: dict, floor: float) -> list[str]:
+    """One sentence on :func:`kaleido.explore.fixed_ceiling`'s robust choice."""
+    f = fixed.get("robust")
+    if f is None:
+        return [f"No single window and thresholds hold {floor:g} dB on every head of every set.", ""]
+    sets = ", ".join(
+        f"{g} {a['geomean']:.3f}x ({a['min']:.3f}x; {a['at_least_2x']} of {a['heads']} heads at 2x, "
+        f"PSNR min {a['psnr_min']:.1f} dB)"
+        for g, a in f.items()
+        if isinstance(a, dict)
+    )
+    return [
+        f"Without the oracle, one window and thresholds for every head, the fastest on the tuning set that "
+        f"holds {floor:g} dB on every head of every set (w = {f['w']}, ({f['thresholds'][0]},"
+        f"{f['thresholds'][1]})), every lever: {sets}.",
         "",
     ]
 
