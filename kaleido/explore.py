@@ -39,6 +39,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import sys
 import time
 
@@ -93,6 +94,8 @@ __all__ = [
     "rerank",
     "merge",
     "window_bounds",
+    "BOUND_THRESHOLDS",
+    "fmt_thresholds",
     "stacked_ceiling",
     "fixed_ceiling",
     "bounds_table",
@@ -993,7 +996,7 @@ def _head_bounds(args) -> list[dict]:
                     "workload": spec.name,
                     "set": group,
                     "w": win,
-                    "thresholds": list(fp),
+                    "thresholds": [list(x) for x in check_group_thresholds(fp)],
                     "qk_bound": b["bound"],
                     "qk_bound_row_partial": b["bound_row_partial"],
                     "pv_bound": b["pv_bound"],
@@ -1011,10 +1014,22 @@ def _head_bounds(args) -> list[dict]:
     return rows
 
 
+#: the thresholds :func:`window_bounds` tries: three uniform, then the
+#: default design's per-group triple and the two with one group at (6,4)
+BOUND_THRESHOLDS = (
+    (5, 4),
+    (6, 4),
+    (7, 4),
+    ((7, 4), (7, 4), (6, 4)),
+    ((6, 4), (7, 4), (6, 4)),
+    ((7, 4), (6, 4), (6, 4)),
+)
+
+
 def window_bounds(
     sets: dict[str, tuple] | None = None,
     ws=(2, 4, 8),
-    thresholds=((5, 4), (6, 4), (7, 4)),
+    thresholds=BOUND_THRESHOLDS,
     *,
     jobs: int | None = None,
 ) -> list[dict]:
@@ -1209,7 +1224,9 @@ def budget_table(result: dict, group: str = "tuning") -> list[str]:
     return lines
 
 
-def _fmt_fp(th) -> str:
+def fmt_thresholds(th) -> str:
+    """``(F,P)`` when the three groups agree, else the three, t x y:
+    ``(7,4) (7,4) (6,4)``."""
     th = [tuple(x) for x in th]
     return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
 
@@ -1223,7 +1240,8 @@ def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attentio
     ``min``, ``at_least_2x``, ``heads``, ``psnr_min``, ``below_floor``."""
     combos: dict = {}
     for b in bounds:
-        combos.setdefault((b["w"], tuple(b["thresholds"])), {}).setdefault(b["set"], []).append(b)
+        key_ = (b["w"], tuple(tuple(x) for x in b["thresholds"]))
+        combos.setdefault(key_, {}).setdefault(b["set"], []).append(b)
 
     def summary(sets: dict) -> dict:
         return {
@@ -1247,7 +1265,7 @@ def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attentio
         ]
         if ok:
             (w, fp), sets = max(ok, key=lambda x: _geomean([b[key] for b in x[1]["tuning"]]))
-            out[name] = {"w": w, "thresholds": list(fp), **summary(sets)}
+            out[name] = {"w": w, "thresholds": [list(x) for x in fp], **summary(sets)}
     return out
 
 
@@ -1264,7 +1282,7 @@ def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *[
             f"| {b.get('set', 'tuning')} | {b['workload']} | {b['w']} | "
-            f"({b['thresholds'][0]},{b['thresholds'][1]}) | "
+            f"{fmt_thresholds(b['thresholds'])} | "
             f"{b['qk_bound']:.3f}x | {b.get('qk_bound_row_partial', float('nan')):.3f}x | "
             f"{b['pv_bound']:.3f}x | {b.get('pv_bound_small', float('nan')):.3f}x | "
             f"{b.get('pv_bound_small_delta', float('nan')):.3f}x | {b['attention_bound']:.3f}x | "
@@ -1289,9 +1307,9 @@ def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
                 st, sm = h["attention_bound_stacked"], h["attention_bound_small"]
                 vd = f"{h['vs_dense_small']:.3f}x" if "vs_dense_small" in h else "-"
                 lines.append(
-                    f"| {group} | {head} | {st[0]:.3f}x | {st[1]}, ({st[2][0]},{st[2][1]}), {st[3]:.1f} dB | "
+                    f"| {group} | {head} | {st[0]:.3f}x | {st[1]}, {fmt_thresholds(st[2])}, {st[3]:.1f} dB | "
                     f"{vd} | "
-                    f"{sm[0]:.3f}x | {sm[1]}, ({sm[2][0]},{sm[2][1]}), {sm[3]:.1f} dB |"
+                    f"{sm[0]:.3f}x | {sm[1]}, {fmt_thresholds(sm[2])}, {sm[3]:.1f} dB |"
                 )
 
             def agg(a: dict, n: int = len(c["heads"])) -> str:
@@ -1316,7 +1334,7 @@ def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
                 a = f[group]
                 lines.append(
                     f"| {'the tuning set' if name == 'tuning' else 'every set'} | {f['w']}, "
-                    f"({f['thresholds'][0]},{f['thresholds'][1]}) | {group} | {a['geomean']:.3f}x ({a['min']:.3f}x) | "
+                    f"{fmt_thresholds(f['thresholds'])} | {group} | {a['geomean']:.3f}x ({a['min']:.3f}x) | "
                     f"{a['at_least_2x']} of {a['heads']} | {a['psnr_min']:.1f} dB | {a['below_floor']} |"
                 )
     return lines
@@ -1367,7 +1385,7 @@ def summary(result: dict) -> list[str]:
     for r in result["rows"]:
         if by_name[r["candidate"]]["adaptive"] or r["candidate"] == "paper":
             lines.append(
-                f"| {r['candidate']} | {r['workload']} | {r['set']} | {_fmt_fp(r['thresholds'])} | "
+                f"| {r['candidate']} | {r['workload']} | {r['set']} | {fmt_thresholds(r['thresholds'])} | "
                 f"{r['qk_speedup']:.3f}x | {r['attention_speedup']:.3f}x | {r['psnr']:.1f} dB |"
             )
     if "window_bounds" in result:
@@ -1403,8 +1421,7 @@ BOUNDS_FIELDS = (
     "set",
     "workload",
     "w",
-    "F",
-    "P",
+    "thresholds",
     "qk_bound",
     "qk_bound_row_partial",
     "pv_bound",
@@ -1431,26 +1448,31 @@ def write_bounds(wb: list[dict], out: str, floor: float = FLOOR) -> list[str]:
         wr = csv.DictWriter(f, fieldnames=list(BOUNDS_FIELDS), extrasaction="ignore")
         wr.writeheader()
         for b in wb:
-            wr.writerow({**b, "F": b["thresholds"][0], "P": b["thresholds"][1]})
+            wr.writerow({**b, "thresholds": fmt_thresholds(b["thresholds"])})
     with open(paths[2], "w") as f:
         f.write("\n".join(bounds_table(wb, floor)) + "\n")
     return paths
 
 
 def read_bounds_csv(path: str) -> list[dict]:
-    """:func:`window_bounds`' rows back from a ``bounds.csv`` (``F`` and
-    ``P`` as ``thresholds``)."""
+    """:func:`window_bounds`' rows back from a ``bounds.csv``."""
     text = ("set", "workload")
-    values = [k for k in BOUNDS_FIELDS if k not in ("F", "P")]
     with open(path) as f:
         rows = list(csv.DictReader(f))
     missing = [k for k in BOUNDS_FIELDS if rows and k not in rows[0]]
     if missing:
         raise ValueError(f"{path} lacks the bounds columns {missing}")
+
+    def thresholds(cell: str) -> list:
+        fp = [[int(F), int(P)] for F, P in re.findall(r"\((\d+),(\d+)\)", cell)]
+        if len(fp) not in (1, 3):
+            raise ValueError(f"{path}: thresholds must be (F,P) or three of them, not {cell!r}")
+        return fp * 3 if len(fp) == 1 else fp
+
     return [
         {
-            **{k: r[k] if k in text else int(r[k]) if k == "w" else float(r[k]) for k in values},
-            "thresholds": [int(r["F"]), int(r["P"])],
+            k: r[k] if k in text else int(r[k]) if k == "w" else thresholds(r[k]) if k == "thresholds" else float(r[k])
+            for k in BOUNDS_FIELDS
         }
         for r in rows
     ]
@@ -1466,7 +1488,7 @@ def write(result: dict, out: str) -> list[str]:
         wr = csv.DictWriter(f, fieldnames=list(_CSV_FIELDS), extrasaction="ignore")
         wr.writeheader()
         for r in result["rows"]:
-            wr.writerow({**r, "thresholds": _fmt_fp(r["thresholds"]), "v_full": " ".join(map(str, r["v_full"]))})
+            wr.writerow({**r, "thresholds": fmt_thresholds(r["thresholds"]), "v_full": " ".join(map(str, r["v_full"]))})
     with open(paths[2], "w") as f:
         f.write("\n".join(summary(result)) + "\n")
     return paths
@@ -1489,7 +1511,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--bounds-only",
         action="store_true",
         help="only the op bounds and the ceiling of every lever, on both sets: OUT/bounds.json, bounds.csv, "
-        "bounds.md (about 3 min on two cores)",
+        "bounds.md (about 5 min on two cores)",
     )
     p.add_argument(
         "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"

@@ -155,14 +155,14 @@ def _bound_row(head: str, group: str, w: int, fp: list, stacked: float, psnr: fl
 
 def test_stacked_ceiling_picks_what_holds_the_floor():
     rows = [
-        _bound_row("a", "tuning", 2, [6, 4], 1.8, 43.0, 1.5),
-        _bound_row("a", "tuning", 4, [6, 4], 2.4, 41.0, 1.7),
-        _bound_row("a", "tuning", 8, [6, 4], 3.0, 39.9, 2.5),  # below the floor: never chosen
-        _bound_row("b", "tuning", 2, [6, 4], 1.9, 44.0, 1.6),
-        _bound_row("c", "held_out", 4, [6, 4], 2.1, 40.0, 1.4),
+        _bound_row("a", "tuning", 2, [[6, 4]] * 3, 1.8, 43.0, 1.5),
+        _bound_row("a", "tuning", 4, [[6, 4]] * 3, 2.4, 41.0, 1.7),
+        _bound_row("a", "tuning", 8, [[6, 4]] * 3, 3.0, 39.9, 2.5),  # below the floor: never chosen
+        _bound_row("b", "tuning", 2, [[6, 4]] * 3, 1.9, 44.0, 1.6),
+        _bound_row("c", "held_out", 4, [[6, 4]] * 3, 2.1, 40.0, 1.4),
     ]
     c = stacked_ceiling(rows, 40.0)
-    assert c["tuning"]["heads"]["a"]["attention_bound_stacked"] == (2.4, 4, [6, 4], 41.0)
+    assert c["tuning"]["heads"]["a"]["attention_bound_stacked"] == (2.4, 4, [[6, 4]] * 3, 41.0)
     assert c["tuning"]["attention_bound_stacked"]["geomean"] == pytest.approx(math.sqrt(2.4 * 1.9))
     assert c["tuning"]["attention_bound_stacked"]["min"] == 1.9
     assert c["tuning"]["attention_bound_stacked"]["at_least_2x"] == 1
@@ -180,7 +180,7 @@ def test_window_bounds_rows_on_a_small_set():
     spec = WorkloadSpec(grid=(2, 4, 8), motion="fast", seed=3)
     rows = window_bounds({"tuning": (spec,)}, ws=(2,), thresholds=((6, 4),), jobs=1)
     (b,) = rows
-    assert (b["set"], b["w"], b["thresholds"]) == ("tuning", 2, [6, 4])
+    assert (b["set"], b["w"], b["thresholds"]) == ("tuning", 2, [[6, 4]] * 3)
     # every lever is at least each part: row-side partial >= the pairs, halves >= products, deltas help or not
     assert b["qk_bound_row_partial"] >= b["qk_bound"]
     assert b["attention_bound_stacked"] >= b["attention_bound_small"] * min(
@@ -195,13 +195,15 @@ def test_window_bounds_rows_on_a_small_set():
 @pytest.fixture(scope="module")
 def small_bounds():
     spec = WorkloadSpec(grid=(2, 4, 8), motion="fast", seed=3)
-    return window_bounds({"tuning": (spec,), "held_out": (spec,)}, ws=(2, 4), thresholds=((6, 4),), jobs=1)
+    fps = ((6, 4), ((7, 4), (6, 4), (6, 4)))  # uniform and per group
+    return window_bounds({"tuning": (spec,), "held_out": (spec,)}, ws=(2, 4), thresholds=fps, jobs=1)
 
 
 def test_bounds_csv_round_trip_and_tables(small_bounds, tmp_path):
     paths = write_bounds(small_bounds, str(tmp_path), 40.0)
     back = read_bounds_csv(paths[1])
-    assert len(back) == len(small_bounds) == 4
+    assert len(back) == len(small_bounds) == 8
+    assert [b["thresholds"] for b in back[:4:2]] == [[[6, 4]] * 3, [[7, 4], [6, 4], [6, 4]]]
     for a, b in zip(back, small_bounds, strict=True):
         assert a == {k: b[k] for k in a}
     md = open(paths[2]).read()
@@ -209,6 +211,10 @@ def test_bounds_csv_round_trip_and_tables(small_bounds, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("set,workload,w\ntuning,x,2\n")
     with pytest.raises(ValueError, match="lacks the bounds columns"):
+        read_bounds_csv(str(bad))
+    lines = open(paths[1]).read().splitlines()
+    bad.write_text("\n".join([lines[0], lines[1].replace("(6,4)", "(6,4) (7,4)")]) + "\n")
+    with pytest.raises(ValueError, match=r"thresholds must be \(F,P\) or three of them, not '\(6,4\) \(7,4\)'"):
         read_bounds_csv(str(bad))
 
 
@@ -238,22 +244,22 @@ def test_bounds_only_runs_alone(flag, capsys):
 
 def test_fixed_ceiling_takes_one_choice_for_every_head():
     rows = [
-        _bound_row("a", "tuning", 4, [6, 4], 2.4, 41.0),
-        _bound_row("b", "tuning", 4, [6, 4], 2.0, 42.0),
-        _bound_row("c", "held_out", 4, [6, 4], 2.2, 36.0),  # (6,4) fails the floor held out
-        _bound_row("a", "tuning", 4, [7, 4], 2.1, 48.0),
-        _bound_row("b", "tuning", 4, [7, 4], 1.8, 49.0),
-        _bound_row("c", "held_out", 4, [7, 4], 1.9, 45.0),
-        _bound_row("a", "tuning", 8, [5, 4], 3.0, 39.0),  # fails on tuning: never chosen
-        _bound_row("b", "tuning", 8, [5, 4], 3.0, 45.0),
-        _bound_row("c", "held_out", 8, [5, 4], 3.0, 45.0),
+        _bound_row("a", "tuning", 4, [[6, 4]] * 3, 2.4, 41.0),
+        _bound_row("b", "tuning", 4, [[6, 4]] * 3, 2.0, 42.0),
+        _bound_row("c", "held_out", 4, [[6, 4]] * 3, 2.2, 36.0),  # (6,4) fails the floor held out
+        _bound_row("a", "tuning", 4, [[7, 4]] * 3, 2.1, 48.0),
+        _bound_row("b", "tuning", 4, [[7, 4]] * 3, 1.8, 49.0),
+        _bound_row("c", "held_out", 4, [[7, 4]] * 3, 1.9, 45.0),
+        _bound_row("a", "tuning", 8, [[5, 4]] * 3, 3.0, 39.0),  # fails on tuning: never chosen
+        _bound_row("b", "tuning", 8, [[5, 4]] * 3, 3.0, 45.0),
+        _bound_row("c", "held_out", 8, [[5, 4]] * 3, 3.0, 45.0),
     ]
     f = fixed_ceiling(rows, 40.0)
-    assert (f["tuning"]["w"], f["tuning"]["thresholds"]) == (4, [6, 4])
+    assert (f["tuning"]["w"], f["tuning"]["thresholds"]) == (4, [[6, 4]] * 3)
     assert f["tuning"]["tuning"]["geomean"] == pytest.approx(math.sqrt(2.4 * 2.0))
     assert f["tuning"]["held_out"] == pytest.approx(
         {"geomean": 2.2, "min": 2.2, "at_least_2x": 1, "heads": 1, "psnr_min": 36.0, "below_floor": 1}
     )
-    assert (f["robust"]["w"], f["robust"]["thresholds"]) == (4, [7, 4])
+    assert (f["robust"]["w"], f["robust"]["thresholds"]) == (4, [[7, 4]] * 3)
     assert f["robust"]["tuning"]["at_least_2x"] == 1 and f["robust"]["held_out"]["below_floor"] == 0
     assert fixed_ceiling(rows, 60.0) == {}  # nothing holds 60 dB

@@ -1233,7 +1233,7 @@ def ceiling(rep, plt):
         *head,
         f'From {source}; docs/EXPLORATION.md, "The ceiling of every lever", has every row. Whole-attention '
         "op bounds at 100 % utilization (each stage's dense cycles over its op bound, the softmax as it is): "
-        "windows of w = 2, 4, 8 tokens sharing an anchor, row-side partial reuse, small-P halves on P V and "
+        "windows of w = 2, 4, 8 tokens sharing an anchor (three uniform and three per-group thresholds), row-side partial reuse, small-P halves on P V and "
         f"delta-coded query rows; per head the best window and thresholds at or above {FLOOR:g} dB (an oracle "
         "choice). Only small-P pairing among them is built; no PE computes windows longer than pairs, splits "
         "its row operand or delta-codes P. Geometric mean (slowest head) | heads at 2x or more.",
@@ -1249,6 +1249,8 @@ def ceiling(rep, plt):
 
 def _fixed_line(fixed: dict, floor: float) -> list[str]:
     """One sentence on :func:`kaleido.explore.fixed_ceiling`'s robust choice."""
+    from ..explore import fmt_thresholds
+
     f = fixed.get("robust")
     if f is None:
         return [f"No single window and thresholds hold {floor:g} dB on every head of every set.", ""]
@@ -1260,8 +1262,8 @@ def _fixed_line(fixed: dict, floor: float) -> list[str]:
     )
     return [
         f"Without the oracle, one window and thresholds for every head, the fastest on the tuning set that "
-        f"holds {floor:g} dB on every head of every set (w = {f['w']}, ({f['thresholds'][0]},"
-        f"{f['thresholds'][1]})), every lever: {sets}.",
+        f"holds {floor:g} dB on every head of every set (w = {f['w']}, {fmt_thresholds(f['thresholds'])}), "
+        f"every lever: {sets}.",
         "",
     ]
 
