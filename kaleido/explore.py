@@ -38,6 +38,7 @@ import functools
 import json
 import math
 import multiprocessing
+import numbers
 import os
 import re
 import sys
@@ -96,11 +97,15 @@ __all__ = [
     "window_bounds",
     "BOUND_THRESHOLDS",
     "fmt_thresholds",
+    "CALIBRATION",
+    "CALIBRATION_MARGIN",
+    "calibrated_ceiling",
     "stacked_ceiling",
     "fixed_ceiling",
     "bounds_table",
     "BOUNDS_FIELDS",
     "write_bounds",
+    "write_bounds_csv",
     "read_bounds_csv",
     "main",
 ]
@@ -995,6 +1000,7 @@ def _head_bounds(args) -> list[dict]:
                 {
                     "workload": spec.name,
                     "set": group,
+                    "calibration": calibration_spec(spec).name,
                     "w": win,
                     "thresholds": [list(x) for x in check_group_thresholds(fp)],
                     "qk_bound": b["bound"],
@@ -1032,9 +1038,12 @@ def window_bounds(
     thresholds=BOUND_THRESHOLDS,
     *,
     jobs: int | None = None,
+    calibration: bool = True,
 ) -> list[dict]:
     """Op bounds at full utilization, per head of ``sets`` (name -> specs,
-    default tuning and held-out), window ``w`` and thresholds (no PE
+    default tuning and held-out; with ``calibration``, each head's
+    :func:`calibration_spec` that no set holds too, as the set
+    :data:`CALIBRATION`, for :func:`calibrated_ceiling`), window ``w`` and thresholds (no PE
     implements them; the softmax counted as it is, each stage at its
     dense cycles over its bound):
 
@@ -1054,7 +1063,11 @@ def window_bounds(
       output).
 
     Heads run on ``jobs`` processes (default every core)."""
-    sets = {"tuning": TUNING, "held_out": HELD_OUT} if sets is None else sets
+    sets = {"tuning": TUNING, "held_out": HELD_OUT} if sets is None else dict(sets)
+    if calibration:  # each head's calibration head that no set holds, as the set "calibration"
+        names = {spec.name for specs in sets.values() for spec in specs}
+        extra = {calibration_spec(spec) for specs in sets.values() for spec in specs}
+        sets[CALIBRATION] = tuple(sorted((s for s in extra if s.name not in names), key=lambda s: s.name))
     tasks = [(spec, group, tuple(ws), tuple(thresholds)) for group, specs in sets.items() for spec in specs]
     jobs = min(jobs or os.cpu_count() or 1, len(tasks))
     if jobs <= 1:
@@ -1064,6 +1077,55 @@ def window_bounds(
         return [row for rows in pool.map(_head_bounds, tasks) for row in rows]
 
 
+#: the set name of the heads :func:`window_bounds` adds only to calibrate on
+CALIBRATION = "calibration"
+
+#: dB above the floor :func:`calibrated_ceiling` chooses at (the calibrated candidates')
+CALIBRATION_MARGIN = 1.5
+
+
+def _stats(xs: list[float]) -> dict:
+    return {"geomean": _geomean(xs), "min": min(xs), "at_least_2x": sum(x >= 2.0 for x in xs)}
+
+
+def calibrated_ceiling(
+    bounds: list[dict], floor: float = FLOOR, margin: float = CALIBRATION_MARGIN, key: str = "attention_bound_stacked"
+) -> dict:
+    """The ceiling as a deployed design could choose it: per head, the
+    window and thresholds with the largest ``key`` on its calibration head
+    (:func:`calibration_spec`: the same layer, the other motion) among
+    those at ``floor + margin`` dB there, then measured on the head. Per
+    set (not :data:`CALIBRATION`): ``heads`` (name -> ``(bound, w,
+    thresholds, psnr)``), ``geomean``, ``min``, ``at_least_2x``,
+    ``psnr_min``, ``below_floor``; a head whose calibration head has no
+    choice at that PSNR, or is not in ``bounds``, is left out and counted
+    in ``missing``."""
+    by_head: dict = {}
+    for b in bounds:
+        by_head.setdefault(b["workload"], {})[(b["w"], fmt_thresholds(b["thresholds"]))] = b
+    out: dict = {}
+    for b in bounds:
+        if b["set"] == CALIBRATION or b["workload"] in out.get(b["set"], {}).get("heads", {}):
+            continue
+        group = out.setdefault(b["set"], {"heads": {}, "missing": 0})
+        cal = [c for c in by_head.get(b.get("calibration"), {}).values() if c["psnr"] >= floor + margin]
+        if not cal:
+            group["missing"] += 1
+            group["heads"][b["workload"]] = None
+            continue
+        pick = max(cal, key=lambda c: c[key])
+        mine = by_head[b["workload"]][(pick["w"], fmt_thresholds(pick["thresholds"]))]
+        group["heads"][b["workload"]] = (mine[key], mine["w"], mine["thresholds"], mine["psnr"])
+    for group in out.values():
+        got = [h for h in group["heads"].values() if h is not None]
+        group["heads"] = {n: h for n, h in group["heads"].items() if h is not None}
+        if got:
+            group.update(_stats([h[0] for h in got]))
+            group["psnr_min"] = min(h[3] for h in got)
+            group["below_floor"] = sum(h[3] < floor for h in got)
+    return out
+
+
 def stacked_ceiling(bounds: list[dict], floor: float = FLOOR) -> dict:
     """Per set, each head's best ``attention_bound_stacked`` (and
     ``attention_bound_small``) over the windows and thresholds whose PSNR
@@ -1071,7 +1133,7 @@ def stacked_ceiling(bounds: list[dict], floor: float = FLOOR) -> dict:
     ceiling of every lever measured, chosen per head (an oracle)."""
     out: dict = {}
     for b in bounds:
-        if b["psnr"] < floor:
+        if b["psnr"] < floor or b["set"] == CALIBRATION:
             continue
         head = out.setdefault(b["set"], {"heads": {}})["heads"].setdefault(b["workload"], {})
         for key in ("attention_bound_stacked", "attention_bound_small"):
@@ -1080,15 +1142,12 @@ def stacked_ceiling(bounds: list[dict], floor: float = FLOOR) -> dict:
                 if key == "attention_bound_stacked" and "attention_bound_stacked_vs_dense_small" in b:
                     head["vs_dense_small"] = b["attention_bound_stacked_vs_dense_small"]
 
-    def stats(xs: list[float]) -> dict:
-        return {"geomean": _geomean(xs), "min": min(xs), "at_least_2x": sum(x >= 2.0 for x in xs)}
-
     for group in out.values():
         for key in ("attention_bound_stacked", "attention_bound_small"):
-            group[key] = stats([h[key][0] for h in group["heads"].values()])
+            group[key] = _stats([h[key][0] for h in group["heads"].values()])
         xs = [h["vs_dense_small"] for h in group["heads"].values() if "vs_dense_small" in h]
         if len(xs) == len(group["heads"]):
-            group["vs_dense_small"] = stats(xs)
+            group["vs_dense_small"] = _stats(xs)
     return out
 
 
@@ -1226,8 +1285,9 @@ def budget_table(result: dict, group: str = "tuning") -> list[str]:
 
 def fmt_thresholds(th) -> str:
     """``(F,P)`` when the three groups agree, else the three, t x y:
-    ``(7,4) (7,4) (6,4)``."""
-    th = [tuple(x) for x in th]
+    ``(7,4) (7,4) (6,4)``. Takes one pair too (rows written before the
+    window bounds kept three)."""
+    th = [tuple(th)] if len(th) == 2 and all(isinstance(x, numbers.Integral) for x in th) else [tuple(x) for x in th]
     return f"({th[0][0]},{th[0][1]})" if len(set(th)) == 1 else " ".join(f"({F},{P})" for F, P in th)
 
 
@@ -1239,7 +1299,7 @@ def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attentio
     (``robust``). Each: ``w``, ``thresholds`` and per set ``geomean``,
     ``min``, ``at_least_2x``, ``heads``, ``psnr_min``, ``below_floor``."""
     combos: dict = {}
-    for b in bounds:
+    for b in (b for b in bounds if b["set"] != CALIBRATION):
         key_ = (b["w"], tuple(tuple(x) for x in b["thresholds"]))
         combos.setdefault(key_, {}).setdefault(b["set"], []).append(b)
 
@@ -1337,6 +1397,25 @@ def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
                     f"{fmt_thresholds(f['thresholds'])} | {group} | {a['geomean']:.3f}x ({a['min']:.3f}x) | "
                     f"{a['at_least_2x']} of {a['heads']} | {a['psnr_min']:.1f} dB | {a['below_floor']} |"
                 )
+        cal = calibrated_ceiling(wb, floor)
+        lines += [
+            "",
+            f"Every lever as a deployed design would choose it: per head, the window and thresholds with the "
+            f"largest bound on its calibration head (the same layer, the other motion) at {floor:g} + "
+            f"{CALIBRATION_MARGIN:g} dB there:",
+            "",
+            "| set | head | every lever | w, (F,P), PSNR |",
+            "|---|---|---|---|",
+        ]
+        for group, g in cal.items():
+            for head, h in g["heads"].items():
+                lines.append(f"| {group} | {head} | {h[0]:.3f}x | {h[1]}, {fmt_thresholds(h[2])}, {h[3]:.1f} dB |")
+            if g["heads"]:
+                lines.append(
+                    f"| {group} | geomean (slowest) | {g['geomean']:.3f}x ({g['min']:.3f}x), {g['at_least_2x']} of "
+                    f"{len(g['heads'])} at 2x | PSNR min {g['psnr_min']:.1f} dB, {g['below_floor']} below the floor"
+                    + (f", {g['missing']} without a choice |" if g["missing"] else " |")
+                )
     return lines
 
 
@@ -1420,6 +1499,7 @@ _CSV_FIELDS = (
 BOUNDS_FIELDS = (
     "set",
     "workload",
+    "calibration",
     "w",
     "thresholds",
     "qk_bound",
@@ -1436,6 +1516,18 @@ BOUNDS_FIELDS = (
 )
 
 
+def write_bounds_csv(wb: list[dict], path: str) -> str:
+    """:func:`window_bounds`' rows as CSV (:data:`BOUNDS_FIELDS`, the
+    thresholds as :func:`fmt_thresholds` writes them), for
+    :func:`read_bounds_csv`."""
+    with open(path, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(BOUNDS_FIELDS), extrasaction="ignore")
+        wr.writeheader()
+        for b in wb:
+            wr.writerow({**b, "thresholds": fmt_thresholds(b["thresholds"])})
+    return path
+
+
 def write_bounds(wb: list[dict], out: str, floor: float = FLOOR) -> list[str]:
     """``bounds.json``, ``bounds.csv`` (:data:`BOUNDS_FIELDS`) and
     ``bounds.md`` (:func:`bounds_table`) of :func:`window_bounds`' rows in
@@ -1444,11 +1536,7 @@ def write_bounds(wb: list[dict], out: str, floor: float = FLOOR) -> list[str]:
     paths = [os.path.join(out, x) for x in ("bounds.json", "bounds.csv", "bounds.md")]
     with open(paths[0], "w") as f:
         json.dump({"floor_db": floor, "window_bounds": wb}, f, indent=1, default=float)
-    with open(paths[1], "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=list(BOUNDS_FIELDS), extrasaction="ignore")
-        wr.writeheader()
-        for b in wb:
-            wr.writerow({**b, "thresholds": fmt_thresholds(b["thresholds"])})
+    write_bounds_csv(wb, paths[1])
     with open(paths[2], "w") as f:
         f.write("\n".join(bounds_table(wb, floor)) + "\n")
     return paths
@@ -1456,7 +1544,7 @@ def write_bounds(wb: list[dict], out: str, floor: float = FLOOR) -> list[str]:
 
 def read_bounds_csv(path: str) -> list[dict]:
     """:func:`window_bounds`' rows back from a ``bounds.csv``."""
-    text = ("set", "workload")
+    text = ("set", "workload", "calibration")
     with open(path) as f:
         rows = list(csv.DictReader(f))
     missing = [k for k in BOUNDS_FIELDS if rows and k not in rows[0]]
@@ -1511,7 +1599,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--bounds-only",
         action="store_true",
         help="only the op bounds and the ceiling of every lever, on both sets: OUT/bounds.json, bounds.csv, "
-        "bounds.md (about 5 min on two cores)",
+        "bounds.md (about 9 min on two cores)",
     )
     p.add_argument(
         "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"

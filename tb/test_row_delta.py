@@ -18,8 +18,11 @@ from kaleido.bench.report import ceiling
 from kaleido.config import SMALL_P
 from kaleido.encoding import Reuse
 from kaleido.explore import (
+    CALIBRATION,
     WorkloadSpec,
+    calibrated_ceiling,
     fixed_ceiling,
+    fmt_thresholds,
     read_bounds_csv,
     stacked_ceiling,
     window_bounds,
@@ -147,9 +150,11 @@ def test_bad_input_is_named(call, match):
         call(P, V)
 
 
-def _bound_row(head: str, group: str, w: int, fp: list, stacked: float, psnr: float, small: float = 1.0) -> dict:
+def _bound_row(
+    head: str, group: str, w: int, fp: list, stacked: float, psnr: float, small: float = 1.0, cal: str = "-"
+) -> dict:
     """A row of :func:`window_bounds` with only what the ceilings read."""
-    where = {"workload": head, "set": group, "w": w, "thresholds": fp}
+    where = {"workload": head, "set": group, "calibration": cal, "w": w, "thresholds": fp}
     return {**where, "attention_bound_stacked": stacked, "attention_bound_small": small, "psnr": psnr}
 
 
@@ -178,7 +183,7 @@ def test_stacked_ceiling_picks_what_holds_the_floor():
 
 def test_window_bounds_rows_on_a_small_set():
     spec = WorkloadSpec(grid=(2, 4, 8), motion="fast", seed=3)
-    rows = window_bounds({"tuning": (spec,)}, ws=(2,), thresholds=((6, 4),), jobs=1)
+    rows = window_bounds({"tuning": (spec,)}, ws=(2,), thresholds=((6, 4),), jobs=1, calibration=False)
     (b,) = rows
     assert (b["set"], b["w"], b["thresholds"]) == ("tuning", 2, [[6, 4]] * 3)
     # every lever is at least each part: row-side partial >= the pairs, halves >= products, deltas help or not
@@ -202,7 +207,9 @@ def small_bounds():
 def test_bounds_csv_round_trip_and_tables(small_bounds, tmp_path):
     paths = write_bounds(small_bounds, str(tmp_path), 40.0)
     back = read_bounds_csv(paths[1])
-    assert len(back) == len(small_bounds) == 8
+    # both sets hold the fast head; its slow twin is the calibration set's
+    assert len(back) == len(small_bounds) == 12
+    assert [b["set"] for b in back[::4]] == ["tuning", "held_out", CALIBRATION]
     assert [b["thresholds"] for b in back[:4:2]] == [[[6, 4]] * 3, [[7, 4], [6, 4], [6, 4]]]
     for a, b in zip(back, small_bounds, strict=True):
         assert a == {k: b[k] for k in a}
@@ -232,6 +239,13 @@ def test_the_reports_ceiling_section(small_bounds, tmp_path, monkeypatch):
     assert "the committed" in text
     f = fixed_ceiling(small_bounds, 40.0)
     assert ("Without the oracle" in text) == ("robust" in f) and ("No single window" in text) == ("robust" not in f)
+    assert "As a deployed design would choose" in text
+    # a fresh run in build/explore is read first, and rewrites the committed CSV readably
+    os.makedirs("build/explore")
+    write_bounds(small_bounds, "build/explore", 40.0)
+    os.remove(out / "exploration_bounds.csv")
+    assert "--bounds-only` (build/explore/bounds.json)" in "\n".join(ceiling(rep, None))
+    assert read_bounds_csv(str(out / "exploration_bounds.csv")) == read_bounds_csv("build/explore/bounds.csv")
 
 
 @pytest.mark.parametrize("flag", ["--quick", "--summarize", "--no-bounds"])
@@ -263,3 +277,35 @@ def test_fixed_ceiling_takes_one_choice_for_every_head():
     assert (f["robust"]["w"], f["robust"]["thresholds"]) == (4, [[7, 4]] * 3)
     assert f["robust"]["tuning"]["at_least_2x"] == 1 and f["robust"]["held_out"]["below_floor"] == 0
     assert fixed_ceiling(rows, 60.0) == {}  # nothing holds 60 dB
+
+
+def test_fmt_thresholds_takes_one_pair_or_three():
+    assert fmt_thresholds([[6, 4]] * 3) == fmt_thresholds([6, 4]) == fmt_thresholds((6, 4)) == "(6,4)"
+    assert fmt_thresholds([(7, 4), (7, 4), (6, 4)]) == "(7,4) (7,4) (6,4)"
+
+
+def test_calibrated_ceiling_chooses_on_the_other_head():
+    six, seven = [[6, 4]] * 3, [[7, 4]] * 3
+    rows = [
+        # a and b calibrate on each other; c on c2, a head only the calibration set holds
+        _bound_row("a", "tuning", 4, six, 2.4, 41.0, cal="b"),
+        _bound_row("a", "tuning", 4, seven, 2.1, 48.0, cal="b"),
+        _bound_row("b", "tuning", 4, six, 2.2, 41.4, cal="a"),  # below 40 + 1.5 dB: a cannot choose (6,4) on b
+        _bound_row("b", "tuning", 4, seven, 1.9, 47.0, cal="a"),
+        _bound_row("c", "held_out", 8, six, 2.3, 39.0, cal="c2"),
+        _bound_row("c", "held_out", 8, seven, 2.0, 44.0, cal="c2"),
+        _bound_row("c2", CALIBRATION, 8, six, 2.5, 42.0, cal="c"),
+        _bound_row("c2", CALIBRATION, 8, seven, 2.1, 45.0, cal="c"),
+        _bound_row("d", "held_out", 8, six, 2.9, 45.0, cal="nowhere"),
+    ]
+    c = calibrated_ceiling(rows, 40.0, 1.5)
+    assert set(c) == {"tuning", "held_out"}  # the calibration heads are not a set of their own
+    # a: (6,4) on b is at 41.4 dB, below 41.5, so (7,4); b: (6,4) on a is at 41.0 dB, so (7,4) too
+    assert c["tuning"]["heads"] == {"a": (2.1, 4, seven, 48.0), "b": (1.9, 4, seven, 47.0)}
+    assert c["tuning"]["geomean"] == pytest.approx(math.sqrt(2.1 * 1.9)) and c["tuning"]["below_floor"] == 0
+    assert calibrated_ceiling(rows, 40.0, 0.5)["tuning"]["heads"]["a"] == (2.4, 4, six, 41.0)
+    # c takes c2's choice, (6,4), and falls below the floor on its own head
+    assert c["held_out"]["heads"] == {"c": (2.3, 8, six, 39.0)}
+    assert (c["held_out"]["below_floor"], c["held_out"]["missing"]) == (1, 1)
+    assert "c2" not in stacked_ceiling(rows, 40.0).get(CALIBRATION, {"heads": {}})["heads"]
+    assert CALIBRATION not in stacked_ceiling(rows, 40.0)
