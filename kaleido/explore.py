@@ -1088,6 +1088,16 @@ def _stats(xs: list[float]) -> dict:
     return {"geomean": _geomean(xs), "min": min(xs), "at_least_2x": sum(x >= 2.0 for x in xs)}
 
 
+def _set_stats(xs: list[float], psnrs: list[float], floor: float) -> dict:
+    """:func:`_stats` of a set's bounds, with its worst PSNR and how many heads are below ``floor``."""
+    return {**_stats(xs), "psnr_min": min(psnrs), "below_floor": sum(p < floor for p in psnrs)}
+
+
+def _choice(b: dict) -> tuple:
+    """A bound row's window and thresholds, hashable: what a ceiling chooses."""
+    return b["w"], tuple(tuple(x) for x in b["thresholds"])
+
+
 def calibrated_ceiling(
     bounds: list[dict], floor: float = FLOOR, margin: float = CALIBRATION_MARGIN, key: str = "attention_bound_stacked"
 ) -> dict:
@@ -1102,27 +1112,23 @@ def calibrated_ceiling(
     in ``missing``."""
     by_head: dict = {}
     for b in bounds:
-        by_head.setdefault(b["workload"], {})[(b["w"], fmt_thresholds(b["thresholds"]))] = b
+        by_head.setdefault(b["workload"], {})[_choice(b)] = b
     out: dict = {}
     for b in bounds:
-        if b["set"] == CALIBRATION or b["workload"] in out.get(b["set"], {}).get("heads", {}):
+        if b["set"] == CALIBRATION:
             continue
-        group = out.setdefault(b["set"], {"heads": {}, "missing": 0})
+        group = out.setdefault(b["set"], {"heads": {}, "missing": set()})
         cal = [c for c in by_head.get(b.get("calibration"), {}).values() if c["psnr"] >= floor + margin]
         if not cal:
-            group["missing"] += 1
-            group["heads"][b["workload"]] = None
+            group["missing"].add(b["workload"])
             continue
-        pick = max(cal, key=lambda c: c[key])
-        mine = by_head[b["workload"]][(pick["w"], fmt_thresholds(pick["thresholds"]))]
+        mine = by_head[b["workload"]][_choice(max(cal, key=lambda c: c[key]))]
         group["heads"][b["workload"]] = (mine[key], mine["w"], mine["thresholds"], mine["psnr"])
     for group in out.values():
-        got = [h for h in group["heads"].values() if h is not None]
-        group["heads"] = {n: h for n, h in group["heads"].items() if h is not None}
-        if got:
-            group.update(_stats([h[0] for h in got]))
-            group["psnr_min"] = min(h[3] for h in got)
-            group["below_floor"] = sum(h[3] < floor for h in got)
+        group["missing"] = len(group["missing"])
+        if group["heads"]:
+            heads = group["heads"].values()
+            group.update(_set_stats([h[0] for h in heads], [h[3] for h in heads], floor))
     return out
 
 
@@ -1300,19 +1306,11 @@ def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attentio
     ``min``, ``at_least_2x``, ``heads``, ``psnr_min``, ``below_floor``."""
     combos: dict = {}
     for b in (b for b in bounds if b["set"] != CALIBRATION):
-        key_ = (b["w"], tuple(tuple(x) for x in b["thresholds"]))
-        combos.setdefault(key_, {}).setdefault(b["set"], []).append(b)
+        combos.setdefault(_choice(b), {}).setdefault(b["set"], []).append(b)
 
     def summary(sets: dict) -> dict:
         return {
-            g: {
-                "geomean": _geomean([b[key] for b in rows]),
-                "min": min(b[key] for b in rows),
-                "at_least_2x": sum(b[key] >= 2.0 for b in rows),
-                "heads": len(rows),
-                "psnr_min": min(b["psnr"] for b in rows),
-                "below_floor": sum(b["psnr"] < floor for b in rows),
-            }
+            g: {**_set_stats([b[key] for b in rows], [b["psnr"] for b in rows], floor), "heads": len(rows)}
             for g, rows in sets.items()
         }
 

@@ -1245,13 +1245,20 @@ def ceiling(rep, plt):
     ]
 
 
+def _set_phrase(group: str, a: dict, heads: int, extra: str = "") -> str:
+    """A set's ceiling in words: geomean (slowest; heads at 2x, worst PSNR``extra``)."""
+    return (
+        f"{group} {a['geomean']:.3f}x ({a['min']:.3f}x; {a['at_least_2x']} of {heads} heads at 2x, "
+        f"PSNR min {a['psnr_min']:.1f} dB{extra})"
+    )
+
+
 def _calibrated_line(cal: dict, floor: float) -> list[str]:
     """One sentence on :func:`kaleido.explore.calibrated_ceiling`."""
     from ..explore import CALIBRATION_MARGIN
 
     sets = ", ".join(
-        f"{g} {a['geomean']:.3f}x ({a['min']:.3f}x; {a['at_least_2x']} of {len(a['heads'])} heads at 2x, "
-        f"PSNR min {a['psnr_min']:.1f} dB, {a['below_floor']} below the floor)"
+        _set_phrase(g, a, len(a["heads"]), f", {a['below_floor']} below the floor")
         for g, a in cal.items()
         if a["heads"]
     )
@@ -1272,12 +1279,7 @@ def _fixed_line(fixed: dict, floor: float) -> list[str]:
     f = fixed.get("robust")
     if f is None:
         return [f"No single window and thresholds hold {floor:g} dB on every head of every set.", ""]
-    sets = ", ".join(
-        f"{g} {a['geomean']:.3f}x ({a['min']:.3f}x; {a['at_least_2x']} of {a['heads']} heads at 2x, "
-        f"PSNR min {a['psnr_min']:.1f} dB)"
-        for g, a in f.items()
-        if isinstance(a, dict)
-    )
+    sets = ", ".join(_set_phrase(g, a, a["heads"]) for g, a in f.items() if isinstance(a, dict))
     return [
         f"Without the oracle, one window and thresholds for every head, the fastest on the tuning set that "
         f"holds {floor:g} dB on every head of every set (w = {f['w']}, {fmt_thresholds(f['thresholds'])}), "
