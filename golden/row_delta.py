@@ -42,7 +42,7 @@ from .reuse import exact_matmul
 from .softmax import fixed_softmax
 from .windows import window_anchors, window_classes, window_effective
 
-__all__ = ["delta_rows", "delta_accumulate", "pv_half_beats", "window_p", "window_pv_bounds"]
+__all__ = ["delta_rows", "delta_accumulate", "pv_block_halves", "pv_half_beats", "window_p", "window_pv_bounds"]
 
 
 def _check_rows(P, n: int | None = None) -> np.ndarray:
@@ -85,13 +85,13 @@ def delta_accumulate(D, V, grid, axis: int = 0, w: int = 2) -> np.ndarray:
     return acc
 
 
-def pv_half_beats(rows, V, grid, split, w: int, v_full) -> dict:
-    """P V's products in half beats (module doc) for the row operands
-    ``rows`` (``(n, N)``: P, or :func:`delta_rows`) and V with FULL-only
-    reuse in windows of ``w`` along each group's direction (``v_full``: one
-    FULL threshold or three, one per group). Returns ``halves``,
-    ``dense_halves`` (two per product) and ``bound = dense_halves /
-    halves``."""
+def pv_block_halves(rows, V, grid, split, w: int, v_full) -> np.ndarray:
+    """int64 ``(n, d)``: P V's products in half beats (module doc) of each
+    block of one query row and one channel, for the row operands ``rows``
+    (``(n, N)``: P, or :func:`delta_rows`) and V with FULL-only reuse in
+    windows of ``w`` along each group's direction (``v_full``: one FULL
+    threshold or three, one per group): what a one-PE array that pairs any
+    two small products of a block issues is ``ceil(halves / 2)`` beats."""
     as_int8("V", V)
     N, d = V.shape
     grid = check_grid(grid, N)
@@ -106,25 +106,35 @@ def pv_half_beats(rows, V, grid, split, w: int, v_full) -> dict:
     if rows.size and np.abs(rows).max() * w >= 1 << 15:
         raise ValueError(f"rows must lie in -{(1 << 15) // w - 1}..{(1 << 15) // w - 1} for windows of {w}")
     rows16 = rows.astype(np.int16)
-    big = (rows16 < -SMALL_P) | (rows16 >= SMALL_P)
-    big_per_key = big.sum(axis=0)  # a key's products that are big on their own
+    big = ((rows16 < -SMALL_P) | (rows16 >= SMALL_P)).astype(np.float32)  # counts stay exact below 2**24
     nz = V != 0
-    halves = 0
+    own = np.zeros((N, d), dtype=bool)  # products a key makes on its own: not FULL, not a host
+    out = np.zeros((rows.shape[0], d), dtype=np.int64)
     for sl, axis in group_slices(split):
         anchor = window_anchors(grid, axis, w)
         for c in range(sl.start, sl.stop):
             full = cls[:, c] == Reuse.FULL  # followers that pre-add into their anchor: no product
             hosts = np.unique(anchor[full])  # anchors whose operand is a sum
-            own = ~full
-            own[hosts] = False
-            halves += rows.shape[0] * int(own.sum()) + int((big_per_key * (own & nz[:, c])).sum())
+            own[:, c] = ~full
+            own[hosts, c] = False
+            out[:, c] = int(own[:, c].sum())
             if len(hosts):
                 ops = rows16[:, hosts].copy()
                 for j in np.nonzero(full)[0]:  # few: one column add each
                     ops[:, np.searchsorted(hosts, anchor[j])] += rows16[:, j]
                 sums_big = ((ops < -SMALL_P) | (ops >= SMALL_P)) & nz[hosts, c][None, :]
-                halves += ops.size + int(sums_big.sum())
-    dense = 2 * rows.shape[0] * N * d
+                out[:, c] += len(hosts) + sums_big.sum(axis=1)
+    out += np.rint(big @ (own & nz).astype(np.float32)).astype(np.int64)  # a big own product: one half more
+    return out
+
+
+def pv_half_beats(rows, V, grid, split, w: int, v_full) -> dict:
+    """P V's products in half beats (module doc, :func:`pv_block_halves`
+    summed) for the row operands ``rows`` and V with FULL-only reuse in
+    windows of ``w``. Returns ``halves``, ``dense_halves`` (two per
+    product) and ``bound = dense_halves / halves``."""
+    halves = int(pv_block_halves(rows, V, grid, split, w, v_full).sum())
+    dense = 2 * np.asarray(rows).shape[0] * np.asarray(V).shape[0] * np.asarray(V).shape[1]
     return {"halves": halves, "dense_halves": dense, "bound": dense / halves}
 
 

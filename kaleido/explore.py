@@ -95,6 +95,11 @@ __all__ = [
     "rerank",
     "merge",
     "window_bounds",
+    "geomean",
+    "set_stats",
+    "parse_thresholds",
+    "BOUNDS_CSV",
+    "bound_rows",
     "BOUND_THRESHOLDS",
     "fmt_thresholds",
     "CALIBRATION",
@@ -922,7 +927,8 @@ def evaluate(
     return sorted(rows, key=lambda r: position[(r["candidate"], r["set"], r["workload"])])
 
 
-def _geomean(xs) -> float:
+def geomean(xs) -> float:
+    """The geometric mean of positive numbers."""
     xs = list(xs)
     return float(math.exp(sum(math.log(x) for x in xs) / len(xs)))
 
@@ -941,9 +947,9 @@ def aggregate(rows: list[dict], floor: float = FLOOR) -> dict:
             psnr = [r["psnr"] for r in rs]
             agg[name][group] = {
                 "heads": len(rs),
-                "qk_speedup": _geomean(r["qk_speedup"] for r in rs),
+                "qk_speedup": geomean(r["qk_speedup"] for r in rs),
                 "qk_speedup_min": min(r["qk_speedup"] for r in rs),
-                "attention_speedup": _geomean(r["attention_speedup"] for r in rs),
+                "attention_speedup": geomean(r["attention_speedup"] for r in rs),
                 "attention_speedup_min": min(r["attention_speedup"] for r in rs),
                 "qk_utilization": float(np.mean([r["qk_utilization"] for r in rs])),
                 "qk_op_reduction": float(np.mean([r["qk_op_reduction"] for r in rs])),
@@ -1085,11 +1091,12 @@ CALIBRATION_MARGIN = 1.5
 
 
 def _stats(xs: list[float]) -> dict:
-    return {"geomean": _geomean(xs), "min": min(xs), "at_least_2x": sum(x >= 2.0 for x in xs)}
+    return {"geomean": geomean(xs), "min": min(xs), "at_least_2x": sum(x >= 2.0 for x in xs)}
 
 
-def _set_stats(xs: list[float], psnrs: list[float], floor: float) -> dict:
-    """:func:`_stats` of a set's bounds, with its worst PSNR and how many heads are below ``floor``."""
+def set_stats(xs: list[float], psnrs: list[float], floor: float) -> dict:
+    """A set's speedups (or bounds) ``xs``: ``geomean``, ``min``, ``at_least_2x``, with its worst PSNR
+    (``psnr_min``) and how many heads are below ``floor`` (``below_floor``)."""
     return {**_stats(xs), "psnr_min": min(psnrs), "below_floor": sum(p < floor for p in psnrs)}
 
 
@@ -1128,7 +1135,7 @@ def calibrated_ceiling(
         group["missing"] = len(group["missing"])
         if group["heads"]:
             heads = group["heads"].values()
-            group.update(_set_stats([h[0] for h in heads], [h[3] for h in heads], floor))
+            group.update(set_stats([h[0] for h in heads], [h[3] for h in heads], floor))
     return out
 
 
@@ -1310,7 +1317,7 @@ def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attentio
 
     def summary(sets: dict) -> dict:
         return {
-            g: {**_set_stats([b[key] for b in rows], [b["psnr"] for b in rows], floor), "heads": len(rows)}
+            g: {**set_stats([b[key] for b in rows], [b["psnr"] for b in rows], floor), "heads": len(rows)}
             for g, rows in sets.items()
         }
 
@@ -1322,7 +1329,7 @@ def fixed_ceiling(bounds: list[dict], floor: float = FLOOR, key: str = "attentio
             if "tuning" in sets and all(b["psnr"] >= floor for g in (groups or sets) for b in sets[g])
         ]
         if ok:
-            (w, fp), sets = max(ok, key=lambda x: _geomean([b[key] for b in x[1]["tuning"]]))
+            (w, fp), sets = max(ok, key=lambda x: geomean([b[key] for b in x[1]["tuning"]]))
             out[name] = {"w": w, "thresholds": [list(x) for x in fp], **summary(sets)}
     return out
 
@@ -1549,19 +1556,28 @@ def read_bounds_csv(path: str) -> list[dict]:
     if missing:
         raise ValueError(f"{path} lacks the bounds columns {missing}")
 
-    def thresholds(cell: str) -> list:
-        fp = [[int(F), int(P)] for F, P in re.findall(r"\((\d+),(\d+)\)", cell)]
-        if len(fp) not in (1, 3):
-            raise ValueError(f"{path}: thresholds must be (F,P) or three of them, not {cell!r}")
-        return fp * 3 if len(fp) == 1 else fp
-
     return [
         {
-            k: r[k] if k in text else int(r[k]) if k == "w" else thresholds(r[k]) if k == "thresholds" else float(r[k])
+            k: r[k]
+            if k in text
+            else int(r[k])
+            if k == "w"
+            else parse_thresholds(r[k], path)
+            if k == "thresholds"
+            else float(r[k])
             for k in BOUNDS_FIELDS
         }
         for r in rows
     ]
+
+
+def parse_thresholds(cell: str, where: str = "thresholds") -> list:
+    """A CSV cell of :func:`fmt_thresholds` back: three ``[F, P]`` (one
+    pair is every group's); ``where`` names the file in the error."""
+    fp = [[int(F), int(P)] for F, P in re.findall(r"\((\d+),(\d+)\)", cell)]
+    if len(fp) not in (1, 3):
+        raise ValueError(f"{where}: thresholds must be (F,P) or three of them, not {cell!r}")
+    return fp * 3 if len(fp) == 1 else fp
 
 
 def write(result: dict, out: str) -> list[str]:
@@ -1600,6 +1616,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "bounds.md (about 9 min on two cores)",
     )
     p.add_argument(
+        "--window-pe",
+        action="store_true",
+        help="the window PE's cycle model on each head's window and thresholds from OUT/bounds.json (else the "
+        "committed docs/report/exploration_bounds.csv): OUT/window_pe.json, window_pe.csv, window_pe.md "
+        "(about 10 min on two cores)",
+    )
+    p.add_argument(
+        "--max-window",
+        type=int,
+        default=None,
+        help="with --window-pe: choose among windows of at most this many tokens (a smaller PE)",
+    )
+    p.add_argument(
         "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"
     )
     p.add_argument(
@@ -1607,6 +1636,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-rank OUT/results.json, recompute the window bounds (unless --no-bounds), rewrite its outputs",
     )
+
+
+#: the committed op bounds (``kaleido explore --bounds-only``'s ``bounds.csv``, rewritten by ``make report``)
+BOUNDS_CSV = os.path.join("docs", "report", "exploration_bounds.csv")
+
+
+def bound_rows(out: str) -> tuple[list[dict], str]:
+    """:func:`window_bounds`' rows and where they came from: ``OUT/bounds.json``,
+    else ``OUT/results.json``'s, else the committed :data:`BOUNDS_CSV`."""
+    for path in (os.path.join(out, "bounds.json"), os.path.join(out, "results.json")):
+        if os.path.exists(path):
+            with open(path) as f:
+                data = json.load(f)
+            wb = data if isinstance(data, list) else data.get("window_bounds", [])
+            if wb and all("attention_bound_stacked" in b for b in wb):
+                return wb, path
+    if os.path.exists(BOUNDS_CSV):
+        return read_bounds_csv(BOUNDS_CSV), BOUNDS_CSV
+    raise ValueError(f"no op bounds to read: none in {out!r} and no {BOUNDS_CSV} (run kaleido explore --bounds-only)")
 
 
 def _read(out: str) -> dict:
@@ -1622,6 +1670,22 @@ def run(args: argparse.Namespace) -> int:
         args.out = os.path.join("build", "explore", "quick") if args.quick else os.path.join("build", "explore")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
+    if args.max_window is not None and not args.window_pe:
+        raise ValueError("--max-window needs --window-pe")
+    if args.window_pe:
+        if args.summarize or args.no_bounds or args.quick or args.bounds_only:
+            raise ValueError("--window-pe runs alone: not with --summarize, --no-bounds, --quick or --bounds-only")
+        from .window_pe import window_pe, write_window_pe
+
+        wb, source = bound_rows(args.out)
+        if args.max_window is not None:
+            if args.max_window < 2:
+                raise ValueError(f"--max-window must be at least 2 (pairs), not {args.max_window}")
+            wb = [b for b in wb if b["w"] <= args.max_window]
+        print(f"bounds from {source}" + ("" if args.max_window is None else f", windows up to {args.max_window}"))
+        for path in write_window_pe(window_pe(wb, args.floor, jobs=args.jobs), args.out, args.floor):
+            print(f"wrote {path}")
+        return 0
     if args.bounds_only:
         if args.summarize or args.no_bounds or args.quick:
             raise ValueError("--bounds-only runs alone: not with --summarize, --no-bounds or --quick")

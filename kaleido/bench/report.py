@@ -1245,6 +1245,46 @@ def ceiling(rep, plt):
     ]
 
 
+#: the window PE's cycle model on the ceiling's choices (``kaleido explore --window-pe``), committed beside the report
+_WINDOW_PE_CSV = "exploration_window_pe.csv"
+
+
+def window_pe_section(rep, plt):
+    """Issue 14: the window PE's cycle model (:mod:`kaleido.window_pe`) on
+    the ceiling's choices: how much of the op bounds a PE keeps."""
+    import json
+
+    from ..explore import FLOOR
+    from ..window_pe import read_window_pe_csv, window_pe_table, write_window_pe_csv
+
+    head = ["## The window PE: the ceiling in a cycle model (issue 14)", ""]
+    path = "build/explore/window_pe.json"
+    csv_path = os.path.join(rep.out, _WINDOW_PE_CSV)
+    if os.path.exists(path):
+        with open(path) as f:
+            rows = json.load(f)
+        source = f"`kaleido explore --window-pe` ({path})"
+        write_window_pe_csv(rows, csv_path)
+    elif os.path.exists(csv_path):
+        rows, source = read_window_pe_csv(csv_path), f"the committed {csv_path}"
+    else:
+        return [*head, "No window PE rows yet: `kaleido explore --window-pe` (about 7 min) writes them.", ""]
+    table = window_pe_table(rows, FLOOR)
+    return [
+        *head,
+        f'From {source} (docs/EXPLORATION.md, "The window PE"). Each head\'s window and thresholds as the '
+        "ceiling chose them (calibrated: deployable; oracle; fixed: one for every head) on 16 one-PE window "
+        "arrays behind a shared pass queue (`kaleido.window_model`; w^2 accumulators a PE, no RTL): "
+        "`phased` runs the w^2 tiles one after another through the matcher (the pair PE's timing), `stream` "
+        "packs any two half products of a pass. `window` has windows and small-P pairing; `every lever` also "
+        "splits the row operand and delta-codes P. Whole attention over the dense arrays: geometric mean "
+        "(slowest head), heads at 2x.",
+        "",
+        *table[: table.index("")],
+        "",
+    ]
+
+
 def _set_phrase(group: str, a: dict, heads: int, extra: str = "") -> str:
     """A set's ceiling in words: geomean (slowest; heads at 2x, worst PSNR``extra``)."""
     return (
@@ -1363,6 +1403,7 @@ def main(argv=None):
         scalesim_section,
         exploration,
         ceiling,
+        window_pe_section,
     ):
         rep.log(step.__name__)
         body += step(rep, plt)
