@@ -19,9 +19,11 @@ one channel batch) two ways:
   after another, each streaming the batch's channels through the matcher
   (:func:`kaleido.golden.matcher.match_slots`, the configuration's
   lookahead) and costing ``max(1, slots)`` beats; a tile with a padding
-  token (a short window at the grid's edge) costs nothing. With ``w = 2``
-  this is the explorer's 16 one-PE arrays (``tb/test_window_model.py``
-  checks it cycle for cycle);
+  token (a short window at the grid's edge) costs nothing (the pair
+  model charges an unpaired unit's missing tiles one idle beat each).
+  With ``w = 2`` on a grid with no unpaired token this is the explorer's
+  16 one-PE arrays with the ``queue`` order and dispatch
+  (``tb/test_window_model.py`` checks it cycle for cycle);
 * ``"stream"``: the pass as one stream in which any two HALF products
   share a slot: ``max(1, FULL + ceil(HALF / 2))`` beats, the best any
   matcher could do.
