@@ -1642,19 +1642,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 BOUNDS_CSV = os.path.join("docs", "report", "exploration_bounds.csv")
 
 
-def bound_rows(out: str) -> tuple[list[dict], str]:
+def bound_rows(out: str, csv_path: str = BOUNDS_CSV) -> tuple[list[dict], str]:
     """:func:`window_bounds`' rows and where they came from: ``OUT/bounds.json``,
-    else ``OUT/results.json``'s, else the committed :data:`BOUNDS_CSV`."""
+    else ``OUT/results.json``'s when they carry every lever, else the
+    committed ``csv_path`` (default :data:`BOUNDS_CSV`)."""
     for path in (os.path.join(out, "bounds.json"), os.path.join(out, "results.json")):
         if os.path.exists(path):
             with open(path) as f:
-                data = json.load(f)
-            wb = data if isinstance(data, list) else data.get("window_bounds", [])
+                wb = json.load(f).get("window_bounds", [])
             if wb and all("attention_bound_stacked" in b for b in wb):
                 return wb, path
-    if os.path.exists(BOUNDS_CSV):
-        return read_bounds_csv(BOUNDS_CSV), BOUNDS_CSV
-    raise ValueError(f"no op bounds to read: none in {out!r} and no {BOUNDS_CSV} (run kaleido explore --bounds-only)")
+    if os.path.exists(csv_path):
+        return read_bounds_csv(csv_path), csv_path
+    raise ValueError(f"no op bounds to read: none in {out!r} and no {csv_path} (run kaleido explore --bounds-only)")
 
 
 def _read(out: str) -> dict:

@@ -83,12 +83,17 @@ WINDOW_PE_FIELDS = (
 )
 
 
+def _key(row: dict) -> tuple:
+    """A row's head, window and thresholds, hashable."""
+    return row["workload"], row["w"], fmt_thresholds(row["thresholds"])
+
+
 def window_pe_choices(bounds: list[dict], floor: float = FLOOR) -> list[dict]:
     """Per head of every set but the calibration heads and per
     :data:`CHOICES` entry: ``set``, ``workload``, ``choice``, ``w``,
     ``thresholds``, ``psnr`` and the ceiling's ``bound``
     (``attention_bound_stacked``) of the bound row chosen."""
-    rows = {(b["workload"], b["w"], fmt_thresholds(b["thresholds"])): b for b in bounds}
+    rows = {_key(b): b for b in bounds}
     picks: list[tuple[str, str, str, int, list]] = []
     for group, c in calibrated_ceiling(bounds, floor).items():
         picks += [(group, name, "calibrated", h[1], h[2]) for name, h in c["heads"].items()]
@@ -158,9 +163,11 @@ def window_pe(bounds: list[dict], floor: float = FLOOR, *, jobs: int | None = No
     unknown = sorted({c["workload"] for c in choices} - specs.keys())
     if unknown:
         raise ValueError(f"window_pe: the bound rows name heads the exploration does not have: {unknown}")
-    keys = list(dict.fromkeys((c["workload"], c["w"], fmt_thresholds(c["thresholds"])) for c in choices))
-    th = {(c["workload"], c["w"], fmt_thresholds(c["thresholds"])): c["thresholds"] for c in choices}
-    tasks = [(specs[name], w, th[(name, w, t)]) for name, w, t in keys]
+    first: dict = {}  # one measurement per head, window and thresholds
+    for c in choices:
+        first.setdefault(_key(c), c)
+    keys = list(first)
+    tasks = [(specs[first[k]["workload"]], first[k]["w"], first[k]["thresholds"]) for k in keys]
     jobs = min(jobs or os.cpu_count() or 1, max(1, len(tasks)))
     if jobs <= 1:
         measured = [_measure(t) for t in tasks]
@@ -169,7 +176,7 @@ def window_pe(bounds: list[dict], floor: float = FLOOR, *, jobs: int | None = No
         with ctx.Pool(jobs) as pool:
             measured = pool.map(_measure, tasks)
     by_key = dict(zip(keys, measured, strict=True))
-    return [{**c, **by_key[(c["workload"], c["w"], fmt_thresholds(c["thresholds"]))]} for c in choices]
+    return [{**c, **by_key[_key(c)]} for c in choices]
 
 
 def window_pe_summary(rows: list[dict], floor: float = FLOOR) -> dict:

@@ -1184,24 +1184,19 @@ _BOUNDS_CSV = "exploration_bounds.csv"
 
 
 def _bounds_source(rep):
-    """The op bounds' rows (:func:`kaleido.explore.window_bounds`):
-    ``build/explore/bounds.json`` (``kaleido explore --bounds-only``), else
-    ``build/explore/results.json``'s when they carry every lever, else the
-    committed ``exploration_bounds.csv``; ``(None, None)`` without any."""
-    import json
+    """The op bounds' rows (:func:`kaleido.explore.bound_rows`: a run in
+    ``build/explore`` first, else the committed ``exploration_bounds.csv``)
+    and their source in words; ``(None, None)`` without any."""
+    from ..explore import bound_rows
 
-    from ..explore import read_bounds_csv
-
-    for path in ("build/explore/bounds.json", "build/explore/results.json"):
-        if os.path.exists(path):
-            with open(path) as f:
-                wb = json.load(f).get("window_bounds", [])
-            if wb and all("attention_bound_stacked" in b for b in wb):
-                return wb, f"`kaleido explore --bounds-only` ({path})"
     csv_path = os.path.join(rep.out, _BOUNDS_CSV)
-    if os.path.exists(csv_path):
-        return read_bounds_csv(csv_path), f"the committed {csv_path} (`kaleido explore --bounds-only` refreshes it)"
-    return None, None
+    try:
+        wb, path = bound_rows(os.path.join("build", "explore"), csv_path)
+    except ValueError:
+        return None, None
+    if path == csv_path:
+        return wb, f"the committed {csv_path} (`kaleido explore --bounds-only` refreshes it)"
+    return wb, f"`kaleido explore --bounds-only` ({path})"
 
 
 def ceiling(rep, plt):
