@@ -249,7 +249,7 @@ def test_engine_model_methods(seed):
         got = [(t.length, t.length - t.last_take) for t in engine_tiles(w.q, w.k, grid, split, cfg)]
         assert got == [tuple(b) for b in res.batch_beats], f"seed {seed} head {h}"
     with pytest.raises(ValueError, match=r"method must be 'auto' or 'events', not 'x'"):
-        engine_cycles(w.q, w.k, grid, split, cfg, method="x")
+        engine_cycles(w.q, w.k, w.grid, w.split, cfg, method="x")  # the last head measured: a skipped one changed grid
     big = make_workload("constant", (2, 64, 64), (1, 1, 1), seed)
     with pytest.raises(ValueError, match=r"8192 tokens: 67,108,864 entries per batch\); it takes at most 4096"):
         engine_cycles(big.q, big.k, big.grid, big.split, KaleidoConfig(split=(1, 1, 1)))
