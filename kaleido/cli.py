@@ -94,8 +94,9 @@ def _perf_parser(sub):
     hw.add_argument(
         "--pass-gap",
         type=int,
-        default=0,
-        help="idle beats per pass (1 models the RTL's single-buffered PassDispatcher)",
+        default=None,
+        help="idle beats per pass (1 models the RTL's single-buffered PassDispatcher; default: 0 on one array, "
+        "1 on small arrays, whose shared queue idles an array one beat after a block)",
     )
     hw.add_argument(
         "--engine",
@@ -108,14 +109,15 @@ def _perf_parser(sub):
         type=_array_size,
         default=None,
         metavar="N|RxC",
-        help="with --engine: the engine's 4x4 passes on small arrays of RxC behind a shared queue "
-        "(issue 14, docs/ENGINE.md 'Small arrays'; default: one 4x4 array)",
+        help="the 4x4 passes on small arrays of RxC behind a shared queue (issue 14, docs/ENGINE.md "
+        "'Small arrays'; 4 or 4x4: one array of the pass's shape; default: the design's, 1x1 in default)",
     )
     hw.add_argument(
         "--pv-pairs",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="small-P pairing on P V (issue 14, docs/DESIGN.md): two P V beats whose P is below 16 as one; "
-        "the P V cycles then depend on the head's P (computed here)",
+        "the P V cycles then depend on the head's P (computed here); default: the design's, on in default",
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")
@@ -170,6 +172,8 @@ def _perf_linear(args) -> int:
         raise ValueError(f"--d-out must be a positive integer, not {d_out}")
     rule = LinearReuse(args.window_axis, args.theta1, args.theta2)
     cfg = config_from_args(args, array_rows=args.array_size[0], array_cols=args.array_size[1])
+    if args.sub_arrays is not None:
+        cfg = cfg.replace(sub_arrays=tuple(args.sub_arrays))
     X, _, _ = video_activations(args.grid, args.motion, args.seed, d_model=args.d_model)
     W, _, _ = linear_weights(args.d_model, d_out, args.seed)
     t0 = time.time()
@@ -198,12 +202,12 @@ def _perf_linear(args) -> int:
 def _perf(args):
     from kaleido.golden import reuse_attention
 
-    if args.pass_gap < 0:
+    if args.pass_gap is not None and args.pass_gap < 0:
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
     if args.op == "linear":
         return _perf_linear(args)
 
-    from .model import VARIANTS, run_model
+    from .model import VARIANTS, check_arrays, run_model
 
     w = _load_workload(args)
     cfg = config_from_args(args, split=w.split, array_rows=args.array_size[0], array_cols=args.array_size[1])
@@ -211,10 +215,11 @@ def _perf(args):
         from .calibrate import load_thresholds
 
         cfg = cfg.replace(group_thresholds=load_thresholds(args.thresholds))
-    if args.pass_gap < 0:
-        raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
-    if getattr(args, "pv_pairs", False):
-        cfg = cfg.replace(pv_pairs=True)
+    if getattr(args, "pv_pairs", None) is not None:
+        cfg = cfg.replace(pv_pairs=args.pv_pairs)
+    if args.sub_arrays is not None:
+        cfg = cfg.replace(sub_arrays=tuple(args.sub_arrays))
+    pass_gap = check_arrays(cfg, args.arrays, args.pass_gap)
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
         if cfg.group_thresholds is None:
@@ -234,7 +239,7 @@ def _perf(args):
         cfg,
         variant=args.variant,
         arrays=args.arrays,
-        pass_gap=args.pass_gap,
+        pass_gap=pass_gap,
         progress=batch_progress(),
         quality=quality,
     )
@@ -256,12 +261,11 @@ def _perf(args):
         "accumulators": cfg.accumulators,
         "array": [cfg.array_rows, cfg.array_cols],
         "arrays": args.arrays,
-        "pass_gap": args.pass_gap,
+        "sub_arrays": None if cfg.sub_arrays is None else list(cfg.sub_arrays),
+        "pass_gap": pass_gap,
         "pv_pairs": cfg.pv_pairs,
     }
     engine = None
-    if args.sub_arrays is not None and not args.engine:
-        raise ValueError(f"--sub-arrays {args.sub_arrays[0]}x{args.sub_arrays[1]} needs --engine")
     if args.engine:
         from .model import engine_cycles
 
@@ -269,9 +273,7 @@ def _perf(args):
             raise ValueError(
                 f"--engine models the engine's one 4x4 array, not {args.arrays} x {cfg.array_rows}x{cfg.array_cols}"
             )
-        ecfg = cfg if args.sub_arrays is None else cfg.replace(sub_arrays=tuple(args.sub_arrays))
-        result["config"]["sub_arrays"] = None if ecfg.sub_arrays is None else list(ecfg.sub_arrays)
-        engine = engine_cycles(w.q, w.k, w.grid, w.split, ecfg)
+        engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
         result["engine"] = engine.as_dict()
     from .model import attention_stages, pv_cycles
 
@@ -297,8 +299,14 @@ def _perf(args):
     result["model_seconds"] = time.time() - t0
     print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}{' (synthetic)' if w.meta.get('synthetic') else ''}")
     print(
-        f"variant {r.variant}, {args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
-        f"(F,P) t {cfg.thresholds[0]} x {cfg.thresholds[1]} y {cfg.thresholds[2]} (P V F={cfg.F}), "
+        f"variant {r.variant}, "
+        + (
+            f"{cfg.n_arrays} {cfg.sub_shape[0]}x{cfg.sub_shape[1]} arrays behind a shared queue "
+            f"({cfg.array_rows}x{cfg.array_cols} passes in blocks), "
+            if cfg.sub_arrays
+            else f"{args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
+        )
+        + f"(F,P) t {cfg.thresholds[0]} x {cfg.thresholds[1]} y {cfg.thresholds[2]} (P V F={cfg.F}), "
         f"{cfg.accumulators} accumulators, design {cfg.design or 'custom'}"
         + (", small-P pairing on P V" if cfg.pv_pairs else "")
     )
@@ -337,8 +345,8 @@ def _perf(args):
     )
     if engine:
         sub = result["config"]["sub_arrays"]
-        # with small arrays, passes is the one 4x4 array's (run_model); the queue's beats are not summed
-        where = f"{ecfg.n_arrays} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
+        # with small arrays, engine.passes is one 4x4 array's (engine_cycles); the queue's beats are not summed
+        where = f"{cfg.n_arrays} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
         busy = f"{engine.stall:,}" if sub else f"{engine.passes:,}, dispatcher idle {engine.stall:,}"
         print(
             f"engine: compute {engine.compute:,} ({where} {busy})  speedup {engine.speedup:.3f}x  "

@@ -142,8 +142,11 @@ class KaleidoConfig:
     The defaults are the project's design (issue 14, docs/EXPLORATION.md,
     "The default design"): four accumulators and per-group thresholds
     t (7,4), x (7,4), y (6,4), which keep 40 dB on the tuning and held-out
-    sets. :meth:`paper` is the paper's design: (5,3) everywhere, three
-    accumulators (:data:`DESIGNS`).
+    sets; each 4x4 pass computed on sixteen 1x1 arrays behind a shared
+    queue (``sub_arrays``); small-P pairing on ``P V`` (``pv_pairs``).
+    :meth:`one_array` is the same reuse on one 4x4 array with ``P V``
+    unpaired, :meth:`paper` the paper's design: (5,3) everywhere, three
+    accumulators, one array (:data:`DESIGNS`).
 
     Parameters
     ----------
@@ -178,8 +181,8 @@ class KaleidoConfig:
         array_cols`` pass is split into ``(array_rows / r) (array_cols /
         c)`` blocks of ``r x c`` units, dealt one a cycle from a shared
         queue to whichever of that many ``r x c`` arrays is free first
-        (the lowest index on a tie). ``None`` (the default) is one array of
-        the pass's shape, the paper's.
+        (the lowest index on a tie). ``(1, 1)`` is the default; ``None``
+        is one array of the pass's shape, the paper's.
     s_banks : int
         Banks of the engine's accumulation buffer (a power of two; each a
         memory with one read and one write port; docs/ENGINE.md).
@@ -196,8 +199,8 @@ class KaleidoConfig:
         pairing"): the P V dispatcher sends two beats whose row operands
         are all below 16 as one, each PE multiplier computing a whole ``x
         V`` with the operands swapped. Same products, fewer beats; the
-        cycles then depend on P. ``False`` (the default) is the paper's
-        one beat a product.
+        cycles then depend on P. ``True`` is the default; ``False`` is the
+        paper's one beat a product.
     name : str
         Preset name, used in build-directory and module names.
     """
@@ -211,13 +214,13 @@ class KaleidoConfig:
     array_rows: int = 4
     array_cols: int = 4
     group_thresholds: tuple | None = DEFAULT_GROUP_THRESHOLDS
-    sub_arrays: tuple | None = None
+    sub_arrays: tuple | None = (1, 1)
     s_banks: int = 16
     s_fifo_depth: int = 16
     #: None on input derives the width; after validation always an int
     acc_width: int = None  # type: ignore[assignment]
     name: str = "hunyuan"
-    pv_pairs: bool = False
+    pv_pairs: bool = True
 
     def __post_init__(self):
         check_thresholds(self.F, self.P)
@@ -349,6 +352,15 @@ class KaleidoConfig:
         if design not in DESIGNS:
             raise ValueError(f"unknown design {design!r}; known designs: {sorted(DESIGNS)}")
         return cls(**{**DESIGNS[design], **PRESETS[name], "name": name, **overrides})
+
+    @classmethod
+    def one_array(cls, **overrides) -> KaleidoConfig:
+        """The default's reuse on one array of the pass's shape, ``P V``
+        unpaired (:data:`DESIGNS` ``one_array``: the project's default
+        before issue 14's small arrays) with optional overrides. Every
+        block that computes a whole pass (the array, the dispatcher, the
+        accumulation buffer of one array) is verified on it."""
+        return cls(**{**DESIGNS["one_array"], **overrides})
 
     @classmethod
     def paper(cls, **overrides) -> KaleidoConfig:
@@ -587,13 +599,23 @@ PRESETS = {
 
 #: the named designs (issue 14): ``default``, the project's (four
 #: accumulators, per-group thresholds t (7,4) x (7,4) y (6,4), 40 dB on the
-#: tuning and held-out sets; docs/EXPLORATION.md), and ``paper``, the
-#: paper's ((5,3), three accumulators). Everything else (split, batch,
-#: array, lookahead) is shared. ``--design`` on every command line.
+#: tuning and held-out sets; each 4x4 pass on sixteen 1x1 arrays behind a
+#: shared queue; small-P pairing on P V; docs/EXPLORATION.md), ``one_array``
+#: (the same reuse on one 4x4 array, P V unpaired: the default until the
+#: small arrays became it), and ``paper``, the paper's ((5,3), three
+#: accumulators, one array). Everything else (split, batch, pass shape,
+#: lookahead) is shared. ``--design`` on every command line.
 DESIGNS: dict[str, dict] = {
-    "default": {"F": 7, "P": 4, "group_thresholds": DEFAULT_GROUP_THRESHOLDS, "accumulators": 4},
-    "paper": {"F": 5, "P": 3, "group_thresholds": None, "accumulators": 3},
-}
+    "default": {
+        "F": 7, "P": 4, "group_thresholds": DEFAULT_GROUP_THRESHOLDS, "accumulators": 4,
+        "sub_arrays": (1, 1), "pv_pairs": True,
+    },
+    "one_array": {
+        "F": 7, "P": 4, "group_thresholds": DEFAULT_GROUP_THRESHOLDS, "accumulators": 4,
+        "sub_arrays": None, "pv_pairs": False,
+    },
+    "paper": {"F": 5, "P": 3, "group_thresholds": None, "accumulators": 3, "sub_arrays": None, "pv_pairs": False},
+}  # fmt: skip
 
 
 def has_design_fields(config: KaleidoConfig, fields: dict) -> bool:
@@ -641,8 +663,9 @@ def add_config_arguments(
             "--design",
             default="default",
             choices=sorted(DESIGNS),
-            help="reuse design: default (4 accumulators, per-group thresholds t(7,4) x(7,4) y(6,4)) "
-            "or paper ((5,3), 3 accumulators); default default",
+            help="design: default (4 accumulators, per-group thresholds t(7,4) x(7,4) y(6,4), sixteen 1x1 "
+            "arrays, small-P pairing on P V), one_array (the same reuse on one 4x4 array, P V unpaired) "
+            "or paper ((5,3), 3 accumulators, one array); default default",
         )
     for field in fields:
         value = getattr(defaults, field)

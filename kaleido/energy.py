@@ -198,9 +198,13 @@ def qk_activity(Q, K, grid, split, config: KaleidoConfig, result) -> dict[str, i
     ``tiles`` (drains, one per PE, phase and pass), ``pass_words`` (passes
     read into the dispatcher's feature buffer) and ``operand_bytes`` (their
     valid channels: anchor, follower and 2-bit tag per unit; the
-    dispatcher replays them over the four phases from its buffer)."""
+    dispatcher replays them over the four phases from its buffer). On small
+    arrays (``config.sub_arrays``) the PEs, beats, tiles and pass words are
+    the blocks' on their arrays (``result`` counts blocks), the operand
+    bytes the whole passes' (the engine reads a pass once and splits it)."""
     grid, split = check_qk(Q, K, grid, split)
-    R, C = config.array_rows, config.array_cols
+    R, C = config.sub_shape  # the arrays that compute: blocks of the passes on small arrays
+    PR, PC = config.array_rows, config.array_cols  # the passes, each read from memory once
     hq = _padded_histograms(Q, grid, split, config, R)
     hk = _padded_histograms(K, grid, split, config, C)
     tables = qk_tables(config.accumulators)
@@ -208,7 +212,7 @@ def qk_activity(Q, K, grid, split, config: KaleidoConfig, result) -> dict[str, i
     operand_bits = 0  # per pass word, per row and column unit and channel: anchor, follower, tag (8 + 8 + 2)
     for b in batches(config, grid, split):
         n_units = len(b.units)
-        operand_bits += -(-n_units // R) * -(-n_units // C) * (R + C) * len(b.channels) * 18
+        operand_bits += -(-n_units // PR) * -(-n_units // PC) * (PR + PC) * len(b.channels) * 18
     slots = sum(p["slots"] for p in result.phases.values())
     channels = sum(p["channels"] for p in result.phases.values())
     beats = sum(p["beats"] for p in result.phases.values())
@@ -320,7 +324,8 @@ def attention_events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=Non
     ev["mul_4x8"] = qa["mul_4x8"]
     ev["add_20"] = qa["acc_adds"] + qa["combines"]
     ev["acc_write"] = qa["acc_adds"]
-    ev["reg_byte"] = qa["beats"] * (R * C * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(R, C)) // 8
+    r, c = config.sub_shape  # beats are summed over the arrays that compute
+    ev["reg_byte"] = qa["beats"] * (r * c * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(r, c)) // 8
     ev["sram_read_byte"] = qa["operand_bytes"]
     _drains(ev, qa["tiles"], config.accumulators)
     # Q K^T, dense

@@ -250,7 +250,7 @@ class Candidate:
 
     def config(self, split) -> KaleidoConfig:
         fp = check_group_thresholds(self.thresholds)
-        return KaleidoConfig(
+        return KaleidoConfig.one_array(
             F=fp[0][0],
             P=fp[0][1],
             group_thresholds=fp,
@@ -265,9 +265,12 @@ class Candidate:
 #: the paper's design, as built: (5, 3), three accumulators, one 4x4 array, scheduler and matcher
 PAPER = Candidate("paper", "paper", note="the paper's design (spec sec. 5-8), KaleidoConfig.paper()")
 
-#: the project's default design as built (KaleidoConfig()): per-group
+#: the project's default reuse on one 4x4 array (``KaleidoConfig.one_array()``,
+#: the default design until the small arrays became it): per-group
 #: thresholds t (7,4) x (7,4) y (6,4) on Q K^T at run time, P V's FULL
-#: threshold 7, four accumulators, one 4x4 array
+#: threshold 7, four accumulators. The candidate keeps its name "default"
+#: (the results' label); the default design is the built candidate
+#: "default 16x 1x1 queue, P V 4x4 + small-P pairs" (:func:`small_p_candidates`)
 DEFAULT = Candidate(
     "default",
     "default",
@@ -275,7 +278,7 @@ DEFAULT = Candidate(
     v_full=(7, 7, 7),
     accumulators=4,
     area="4 accumulators (measured) + run-time per-group threshold registers (docs/SYNTH.md)",
-    note="the default design, KaleidoConfig()",
+    note="the default reuse on one 4x4 array, KaleidoConfig.one_array()",
 )
 
 _PE_AREA = "PE cells 1,790 with 4 accumulators, 1,545 with 3 (docs/SYNTH_TABLE.md, docs/SYNTH.md)"
@@ -292,7 +295,8 @@ def candidates() -> list[Candidate]:
             family="v-threshold",
             v_full=(6, 6, 6),
             rtl="config",
-            note="the default design with P V's FULL threshold 6 (KaleidoConfig(F=6), the same group thresholds)",
+            note="the one-array design with P V's FULL threshold 6 (KaleidoConfig.one_array(F=6), the same group "
+            "thresholds)",
         ),
     ]
     acc4_area = f"{_PE_AREA}; a fourth accumulator adds about 10 % (estimate: one 19-bit register and adder)"
@@ -672,7 +676,7 @@ def small_p_candidates(base: list[Candidate]) -> list[Candidate]:
 
 
 #: transistors of the blocks an array shape is built from, measured with
-#: ``make synth``'s flow at ``KaleidoConfig()`` (docs/SYNTH_TABLE.md for the
+#: ``make synth``'s flow at ``KaleidoConfig.one_array()`` (docs/SYNTH_TABLE.md for the
 #: 4x4 entries; :func:`kaleido.synth.flow.synth_design` with the array shape
 #: overridden, no Fmax, for the others; docs/EXPLORATION.md). A scheduler's
 #: key is its window in strings (16 per unit of a pass side).
@@ -985,7 +989,7 @@ def frontier(agg: dict, group: str = "tuning", key: str = "attention_speedup") -
 def _head_bounds(args) -> list[dict]:
     spec, group, ws, thresholds = args
     w = spec.load()
-    cfg = KaleidoConfig(split=w.split)
+    cfg = KaleidoConfig.one_array(split=w.split)
     qk_dense = qk_timing(w.q, w.k, w.grid, w.split, cfg, order="queue").dense_cycles
     pv_dense = pv_timing(w.v, w.grid, w.split, cfg)["dense_cycles"]
     sm = softmax_stage_cycles(w.n, w.d)

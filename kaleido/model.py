@@ -50,6 +50,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import heapq
 import math
 
 import numpy as np
@@ -387,33 +388,63 @@ def run_model(
     *,
     variant="full",
     arrays: int = 1,
-    pass_gap: int = 0,
+    pass_gap: int | None = None,
     progress=None,
     quality=None,
 ) -> ModelResult:
     """Model one head ``Q K^T`` (int8 ``(N, d)``) on ``arrays`` Kaleido arrays.
 
     ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats per pass (see
-    module doc); ``progress(done, total)`` is called per batch.
+    module doc; ``None``: 0 on one array of the pass's shape, 1 on small
+    arrays); ``progress(done, total)`` is called per batch.
+
+    Small arrays (``config.sub_arrays``, the default design; docs/ENGINE.md
+    "Small arrays"): each pass's ``r x c`` blocks go, in order, through the
+    shared queue of ``config.n_arrays`` arrays (:func:`queue_ticks`: one
+    block leaves a cycle, to an array that is free; the array idles one
+    beat after each block, so ``pass_gap`` must be 1), the batches back to
+    back (the array alone: no scheduler or drain between batches, as with
+    one array). Each block costs its small array's phases
+    (:func:`pass_phase_beats` of ``config.sub_config()``). ``cycles`` is
+    the last block's last beat plus the small array's drain; ``passes``,
+    ``beats``, ``phases`` and ``utilization`` count blocks and their beats
+    (the sixteen arrays' beats summed); ``dense_cycles`` is the dense array
+    of the pass's shape (the same PEs). ``arrays`` must be 1: the queue is
+    the design's arrays.
     """
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
-    if not isinstance(arrays, int) or arrays < 1:
-        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
-    if cfg.sub_arrays is not None:
-        raise ValueError(
-            f"run_model models one array of the pass's shape, not sub_arrays {cfg.sub_arrays!r}: "
-            "engine_cycles (kaleido perf --engine --sub-arrays) models the small arrays"
-        )
+    pass_gap = check_arrays(cfg, arrays, pass_gap)
     use_sched, _ = VARIANTS[variant]
     nest = batches(cfg, grid, split)
     sched = _scheduled_batches(Q, K, grid, split, cfg, nest, scheduler=use_sched)
     return _run_scheduled(
-        Q, K, grid, split, cfg, sched, len(nest), variant=variant, arrays=arrays, pass_gap=pass_gap,
+        Q, K, grid, split, cfg, sched, variant=variant, arrays=arrays, pass_gap=pass_gap,
         progress=progress, quality=quality,
     )  # fmt: skip
+
+
+def check_arrays(config: KaleidoConfig, arrays, pass_gap) -> int:
+    """The ``pass_gap`` of :func:`run_model` and :func:`linear_cycles`
+    (``None``: 0 on one array of the pass's shape, 1 on small arrays),
+    after checking it and ``arrays``: small arrays (``config.sub_arrays``)
+    are one queue of ``config.n_arrays`` arrays, each idle one beat after a
+    block, so they take ``arrays = 1`` and ``pass_gap = 1`` only."""
+    if not isinstance(arrays, int) or arrays < 1:
+        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    if pass_gap is None:
+        pass_gap = 0 if config.sub_arrays is None else 1
+    if not isinstance(pass_gap, int) or pass_gap < 0:
+        raise ValueError(f"pass_gap must be a non-negative integer, not {pass_gap!r}")
+    if config.sub_arrays is not None and (arrays, pass_gap) != (1, 1):
+        raise ValueError(
+            f"with sub_arrays {config.sub_arrays!r} the passes' blocks share one queue of {config.n_arrays} "
+            f"arrays, each idle one beat after a block: arrays must be 1 and pass_gap 1, not {arrays!r} and "
+            f"{pass_gap!r} (sub_arrays=None models one array of the pass's shape with any arrays and pass_gap)"
+        )
+    return pass_gap
 
 
 def _scheduled_batches(Q, K, grid, split, cfg: KaleidoConfig, nest, *, scheduler: bool):
@@ -442,20 +473,37 @@ def _scheduled_batches(Q, K, grid, split, cfg: KaleidoConfig, nest, *, scheduler
 
 
 def _run_scheduled(
-    Q, K, grid, split, cfg: KaleidoConfig, sched, n_batches: int, *, variant, arrays, pass_gap, progress, quality
+    Q, K, grid, split, cfg: KaleidoConfig, sched, *, variant, arrays, pass_gap, progress, quality
 ) -> ModelResult:
     """:func:`run_model` on the batches of :func:`_scheduled_batches`."""
     n_tok, d = Q.shape
-
-    def tags():
-        for _, tq, tk, perm_r, perm_c, _ in sched:
-            yield (tq, tk) if perm_r is None else (tq[perm_r], tk[perm_c])
-
-    walk = _walk(tags(), n_batches, cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
     R, C = cfg.array_rows, cfg.array_cols
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(n_tok / C) / arrays) * d + R + C - 1
     counts = grouped_op_counts(Q, K, grid, split, cfg.thresholds)
-    return _result(walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=quality)
+    ordered = [(tq, tk) if perm_r is None else (tq[perm_r], tk[perm_c]) for _, tq, tk, perm_r, perm_c, _ in sched]
+    return _timed(ordered, cfg, counts, dense_cycles, variant=variant, arrays=arrays, pass_gap=pass_gap,
+                  progress=progress, quality=quality)  # fmt: skip
+
+
+def _timed(ordered, cfg: KaleidoConfig, counts, dense_cycles, *, variant, arrays, pass_gap, progress, quality):
+    """The :class:`ModelResult` of every batch's row and column tags in
+    pass order (``ordered``): one array's walk, or on small arrays the
+    small array's walk for the sums and the shared queue for the cycles
+    (:func:`run_model`)."""
+    if cfg.sub_arrays is None:
+        walk = _walk(ordered, len(ordered), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress)
+        return _result(
+            walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=quality
+        )
+    sub = cfg.sub_config()
+    walk = _walk(ordered, len(ordered), sub, variant=variant, arrays=1, pass_gap=pass_gap, progress=progress)
+    res = _result(walk, sub, counts, dense_cycles, pass_gap=pass_gap, arrays=cfg.n_arrays, variant=variant,
+                  quality=quality)  # fmt: skip
+    _, matcher = VARIANTS[variant]
+    blocks = (piece for tq, tk in ordered for piece in iter_block_beats(tq, tk, cfg, matcher=matcher))
+    res.cycles = queue_end(blocks, cfg.n_arrays) + array_drain(sub)
+    res.speedup = dense_cycles / res.cycles
+    return res
 
 
 def _result(walk, cfg: KaleidoConfig, counts: dict, dense_cycles: int, *, pass_gap, arrays, variant, quality):
@@ -493,7 +541,7 @@ def linear_cycles(
     *,
     variant: str = "full",
     arrays: int = 1,
-    pass_gap: int = 0,
+    pass_gap: int | None = None,
 ) -> ModelResult:
     """Model a linear layer ``X W`` (int8 activations ``(N, d_in)``, ``d_out``
     outputs) with reuse on the activations (issue 17,
@@ -501,15 +549,15 @@ def linear_cycles(
     activation units as rows and pairs of output features (tag NONE) as
     columns, batches over ``d_in``; the scheduler orders the rows only.
     Dense: ``ceil(N/R) ceil(d_out/C) d_in + R + C - 1``. Timing as
-    :func:`run_model` (``pass_gap=1`` for the RTL's ``DispatchedArray``)."""
+    :func:`run_model` (``pass_gap=1`` for the RTL's ``DispatchedArray``;
+    small arrays, ``config.sub_arrays``, through the shared queue)."""
     from .golden.linear import LinearReuse, linear_batches, linear_classes, linear_op_counts, weight_units
 
     cfg = config or KaleidoConfig()
     rule = rule or LinearReuse()
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}, not {variant!r}")
-    if not isinstance(arrays, int) or arrays < 1:
-        raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
+    pass_gap = check_arrays(cfg, arrays, pass_gap)
     _, xcls = linear_classes(X, grid, rule)
     n_tok, d_in = X.shape
     wu = weight_units(int(d_out))
@@ -528,11 +576,11 @@ def linear_cycles(
                 tq = tq[perm]
             yield tq, unit_tags(wu, wcls, ch)
 
-    walk = _walk(tags(), len(nest), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap)
     R, C = cfg.array_rows, cfg.array_cols
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(d_out / C) / arrays) * d_in + R + C - 1
     counts = linear_op_counts(X, grid, int(d_out), rule)
-    return _result(walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=None)
+    return _timed(list(tags()), cfg, counts, dense_cycles, variant=variant, arrays=arrays, pass_gap=pass_gap,
+                  progress=None, quality=None)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -564,12 +612,12 @@ def _check_lockstep(cfg: KaleidoConfig) -> None:
 ENGINE_MODEL_TOKENS = 4096
 
 
-def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig) -> np.ndarray:
-    """One batch's passes on the array (the full variant: scheduler order as
-    given, matcher on): int64 ``(Gr, Gc, 4)``, the beats of each phase of
-    pass (row group, column group), ``max(1, slots)``. The same reduction as
-    :func:`run_model`'s walk, kept per pass instead of summed; the tests hold
-    the two equal (``batch_beats``)."""
+def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True) -> np.ndarray:
+    """One batch's passes on the array (scheduler order as given; the
+    matcher on unless ``matcher=False``): int64 ``(Gr, Gc, 4)``, the beats
+    of each phase of pass (row group, column group), ``max(1, slots)``. The
+    same reduction as :func:`run_model`'s walk, kept per pass instead of
+    summed; the tests hold the two equal (``batch_beats``)."""
     cfg = config
     R, C = cfg.array_rows, cfg.array_cols
     n_ch = tq.shape[1]
@@ -582,7 +630,7 @@ def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig) -> n
         rkey, ckey = rcls[qm], ccls[km]
         held = rkey[None, :, :] == active[:, None, None]
         cneed = need[:, ckey]
-        lookahead = min(cfg.lookahead, n_ch) if bool((cneed == Need.HALF).any()) else None
+        lookahead = min(cfg.lookahead, n_ch) if matcher and bool((cneed == Need.HALF).any()) else None
         rw = _lanes(held, held)  # (k, Gr, lanes)
         cw = _lanes(cneed != Need.SKIP, cneed == Need.HALF)  # (k, Gc, lanes)
         slots = _pair_slots(rw, cw, lookahead).astype(np.int64)
@@ -689,24 +737,90 @@ def queue_ticks(present: np.ndarray, beats: np.ndarray, arrays: int) -> tuple[np
     return h, who, takes, int(h[-1]) + 1 if n else 1
 
 
-def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> _BatchTiles:
-    """:func:`_batch_tiles` on ``config.n_arrays`` small arrays
-    (``config.sub_arrays``): each pass's blocks through the shared queue
-    (:func:`queue_ticks`), each block's phases on its array (beats of the
-    small array's own dispatcher, :func:`pass_phase_beats`)."""
-    R, C = cfg.array_rows, cfg.array_cols
-    r, c = cfg.sub_shape
-    small = pass_phase_beats(tq, tk, cfg.sub_config())  # (small row groups, small column groups, 4)
-    Gr, Gc = -(-len(perm_r) // R), -(-len(perm_c) // C)
+def _block_groups(n_rows: int, n_cols: int, config: KaleidoConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The small row and column group of every block of one batch's passes
+    (``n_rows``/``n_cols`` units), in the queue's order."""
+    R, C = config.array_rows, config.array_cols
+    r, c = config.sub_shape
+    Gr, Gc = -(-n_rows // R), -(-n_cols // C)
     nr, nc = R // r, C // c
-    # block k of pass (g, h): small groups (g nr + k // nc, h nc + k % nc)
     sr = np.arange(Gr)[:, None] * nr + np.arange(nr)[None, :]  # (Gr, nr)
     sc = np.arange(Gc)[:, None] * nc + np.arange(nc)[None, :]  # (Gc, nc)
     rows = np.broadcast_to(sr[:, None, :, None], (Gr, Gc, nr, nc)).reshape(-1)
     cols = np.broadcast_to(sc[None, :, None, :], (Gr, Gc, nr, nc)).reshape(-1)
+    return rows, cols
+
+
+def block_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True):
+    """One batch's passes split into ``config.sub_shape`` blocks, in the
+    shared queue's order (pass by pass, row group outer; in a pass, block
+    ``k`` holds small groups ``(g nr + k // nc, h nc + k % nc)``):
+    ``(present, phase)``, bool ``(K,)`` (a block past the head's units is
+    absent: it needs no array) and int64 ``(K, 4)``, each block's phase
+    beats on its small array (:func:`pass_phase_beats` of
+    ``config.sub_config()``; 0 when absent). ``tq``/``tk`` are the units'
+    tags in pass order."""
+    small = pass_phase_beats(tq, tk, config.sub_config(), matcher=matcher)  # (small row groups, small columns, 4)
+    rows, cols = _block_groups(len(tq), len(tk), config)
     present = (rows < small.shape[0]) & (cols < small.shape[1])
     phase = np.zeros((len(rows), 4), dtype=np.int64)
     phase[present] = small[rows[present], cols[present]]
+    return present, phase
+
+
+#: blocks (pairs of small row and column groups) :func:`iter_block_beats` lays out at once
+BLOCK_CHUNK = 1 << 20
+
+
+def iter_block_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True):
+    """:func:`block_phase_beats` of one batch in consecutive pieces of whole
+    pass rows (about :data:`BLOCK_CHUNK` blocks each, so memory stays
+    bounded on long heads); their concatenation is the batch's."""
+    R = config.array_rows
+    n_col_units = max(1, len(tk))
+    step = R * max(1, BLOCK_CHUNK // (R * n_col_units))  # units of whole pass rows
+    for u0 in range(0, len(tq), step):
+        yield block_phase_beats(tq[u0 : u0 + step], tk, config, matcher=matcher)
+
+
+def queue_end(blocks, arrays: int) -> int:
+    """The tick of the last beat when the blocks of every batch in turn
+    (``blocks``: ``(present, phase)`` pairs of :func:`block_phase_beats`
+    in order, or its pieces, :func:`iter_block_beats`) go through
+    :func:`queue_ticks`' shared queue of ``arrays`` arrays with no wait
+    between batches: block ``k`` leaves at ``h_k = max(h_{k-1} + 1,
+    earliest free array)`` and its beats end at ``h_k + 1 + beats``. Which
+    array takes a block does not change any tick (every array free by
+    ``h_k`` stays free for later blocks), so a heap of free ticks stands
+    for the lowest-index rule."""
+    free = [0] * arrays
+    t = 0
+    for present, phase in blocks:
+        ok = np.flatnonzero(present)
+        # ticks from the block before (absent blocks take a tick each) and each block's ticks to free
+        steps = np.diff(ok, prepend=-1).tolist()
+        busy = (phase.sum(axis=1)[ok] + 1).tolist()
+        heapreplace = heapq.heapreplace
+        for step, b in zip(steps, busy, strict=True):
+            t += step
+            f = free[0]
+            if f > t:
+                t = f
+            heapreplace(free, t + b)
+        t += len(present) - 1 - (int(ok[-1]) if len(ok) else -1)  # the absent blocks after the last
+    return max(free)
+
+
+def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> _BatchTiles:
+    """:func:`_batch_tiles` on ``config.n_arrays`` small arrays
+    (``config.sub_arrays``): each pass's blocks through the shared queue
+    (:func:`queue_ticks`), each block's phases on its array
+    (:func:`block_phase_beats`)."""
+    r, c = cfg.sub_shape
+    rows, cols = _block_groups(len(perm_r), len(perm_c), cfg)
+    present, phase = block_phase_beats(tq, tk, cfg)
+    Gr, Gc = -(-len(perm_r) // cfg.array_rows), -(-len(perm_c) // cfg.array_cols)
+    nr, nc = cfg.array_rows // r, cfg.array_cols // c
     h, _, takes, length = queue_ticks(present, phase.sum(axis=1), cfg.n_arrays)
     last_beat = h[:, None] + 1 + np.cumsum(phase, axis=1)
     rt, ct = _unit_tokens(units, perm_r, r, Gr * nr), _unit_tokens(units, perm_c, c, Gc * nc)
@@ -916,9 +1030,10 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     Small arrays (``config.sub_arrays``, docs/ENGINE.md): each batch's
     blocks go through the shared queue (:func:`queue_ticks`), and the next
     batch (and the end) also waits for the queue to empty. ``passes``,
-    ``array_cycles`` and ``array_speedup`` stay :func:`run_model`'s, which
-    models one array of the pass's shape; ``compute`` and ``speedup`` are
-    the small arrays'."""
+    ``array_cycles`` and ``array_speedup`` stay one array of the pass's
+    shape's (:func:`run_model` of ``config.replace(sub_arrays=None)``,
+    ``pass_gap=1``; :func:`run_model` of the small arrays counts their
+    queue alone); ``compute`` and ``speedup`` are the small arrays'."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
     n_tok = Q.shape[0]
@@ -934,7 +1049,7 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     sched = list(_scheduled_batches(Q, K, grid, split, cfg, batches(cfg, grid, split), scheduler=True))
     one = cfg.replace(sub_arrays=None)
     res = _run_scheduled(
-        Q, K, grid, split, one, sched, len(sched), variant="full", arrays=1, pass_gap=1, progress=None, quality=None
+        Q, K, grid, split, one, sched, variant="full", arrays=1, pass_gap=1, progress=None, quality=None
     )
     W = [b[-1] for b in sched]
     nb = len(W)

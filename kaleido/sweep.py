@@ -98,7 +98,11 @@ class SweepConfig:
         )
 
     def kaleido(self, split) -> KaleidoConfig:
-        return KaleidoConfig(
+        """The point's :class:`KaleidoConfig`: one array (or ``arrays``) of
+        ``array_rows x array_cols``, ``P V`` unpaired (the sweep's space is
+        the paper's knobs; the default design's small arrays are not one
+        of them)."""
+        return KaleidoConfig.one_array(
             split=tuple(split),
             F=self.F,
             P=self.P,

@@ -576,7 +576,7 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
     args = ap.parse_args(argv)
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()  # the blocks of one 4x4 pass; "kaleido_1x1" is the default design's core
     names = [n for n in args.designs.split(",") if n]
     for n in names:
         if n not in REPORT_DESIGNS:

@@ -86,7 +86,7 @@ class Case:
 
     @property
     def cfg(self) -> KaleidoConfig:
-        return KaleidoConfig(**dict(self.config))
+        return KaleidoConfig.one_array(**dict(self.config))
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "config": [list(kv) for kv in self.config]}

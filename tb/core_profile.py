@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("perf (Linux perf_events) is not on PATH; install it or pass --no-perf")
 
     sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
-    config, core, fmt = KaleidoConfig(sub_arrays=sub, pv_pairs=args.pv_pairs), CoreConfig(), SoftmaxFormat()
+    config, core, fmt = KaleidoConfig.one_array(sub_arrays=sub, pv_pairs=args.pv_pairs), CoreConfig(), SoftmaxFormat()
     w = synthetic_video("hunyuan", grid, "slow", args.seed)
     n, d = w.q.shape
     image, cmd = core_command(w.q, w.k, w.v, grid, w.scales, config, core, fmt)

@@ -58,7 +58,7 @@ def measure(grid=(4, 16, 16), sim: str = "verilator", seed: int = 1, harness: st
         raise ValueError(f"harness must be one of {HARNESSES}, not {harness!r}")
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, not {repeat}")
-    config, core = KaleidoConfig(), CoreConfig()
+    config, core = KaleidoConfig.one_array(), CoreConfig()
     w = synthetic_video("hunyuan", grid, "slow", seed)
     ref = core_reference(w.q, w.k, w.v, grid, w.scales, config, core)
     runs, exact, cycles = [], True, set()

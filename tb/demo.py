@@ -66,15 +66,23 @@ def main(argv=None) -> int:
     ap.add_argument("--latency", type=int, default=None, help="memory latency in cycles (default 32)")
     ap.add_argument("--waves", action="store_true", help="write a waveform into the build directory")
     ap.add_argument(
+        "--design",
+        default="default",
+        help="the named design (kaleido.config.DESIGNS): default (sixteen 1x1 arrays, small-P pairing), "
+        "one_array (the same reuse on one 4x4 array, P V unpaired) or paper (default: default)",
+    )
+    ap.add_argument(
         "--sub-arrays",
         default=None,
         help="N or RxC, the size of each small array: the Q K^T engine's passes on small arrays behind a "
-        "shared queue (issue 14; 1 = sixteen 1x1 arrays; default: one 4x4 array)",
+        "shared queue (issue 14; 1 = sixteen 1x1 arrays, 4 = one 4x4 array; default: the design's)",
     )
     ap.add_argument(
         "--pv-pairs",
-        action="store_true",
-        help="small-P pairing on P V (issue 14, docs/DESIGN.md): two beats whose P is below 16 as one",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="small-P pairing on P V (issue 14, docs/DESIGN.md): two beats whose P is below 16 as one "
+        "(default: the design's)",
     )
     ap.add_argument(
         "--thresholds",
@@ -89,7 +97,7 @@ def main(argv=None) -> int:
         help="S tiles in the Q K^T engine: 2 (default) reads one while the next computes; 1 is the first core's",
     )
     args = ap.parse_args(argv)
-    from kaleido.config import PRESETS, CoreConfig, KaleidoConfig
+    from kaleido.config import DESIGNS, PRESETS, CoreConfig, KaleidoConfig
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import check_core_input
     from kaleido.tb.core_io import head_thresholds, run_core
@@ -104,8 +112,14 @@ def main(argv=None) -> int:
         if args.preset not in PRESETS:
             raise ValueError(f"--preset must be one of {sorted(PRESETS)}, not {args.preset!r}")
         grid = check_grid(_ints(args.grid, "--grid"))
-        sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
-        config = KaleidoConfig(split=PRESETS[args.preset]["split"], sub_arrays=sub, pv_pairs=args.pv_pairs)
+        if args.design not in DESIGNS:
+            raise ValueError(f"--design must be one of {sorted(DESIGNS)}, not {args.design!r}")
+        config = KaleidoConfig.preset(args.preset, args.design)
+        if args.sub_arrays:
+            config = config.replace(sub_arrays=parse_array_size(args.sub_arrays, "--sub-arrays"))
+        if args.pv_pairs is not None:
+            config = config.replace(pv_pairs=args.pv_pairs)
+        sub = config.sub_arrays
         thresholds = None
         if args.thresholds is not None:
             from kaleido.calibrate import load_thresholds
@@ -168,6 +182,7 @@ def main(argv=None) -> int:
         "grid": list(grid),
         "split": list(config.split),
         "simulator": args.sim,
+        "design": config.design,
         "sub_arrays": None if config.sub_arrays is None else list(config.sub_arrays),
         "pv_pairs": config.pv_pairs,
         "thresholds": [list(x) for x in head_thresholds(config, thresholds)],

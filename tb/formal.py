@@ -864,7 +864,7 @@ class PEArithmetic(wiring.Component):
         from kaleido.hdl.pe import KaleidoPE
 
         m = Module()
-        m.submodules.pe = pe = KaleidoPE(KaleidoConfig())
+        m.submodules.pe = pe = KaleidoPE(KaleidoConfig.one_array())
         first = Signal(init=1)
         m.d.sync += first.eq(0)
         # the tile leaves ``pe.latency`` cycles after the slot (issue 20: 2)
@@ -901,7 +901,7 @@ class PEPvArithmetic(wiring.Component):
     int8 row operand pair, V value and select (SMT): it drains ``x * k``
     with ``x`` one of ``0, r0, r1, r0 + r1`` (the 9-bit pre-add).
 
-    ``paired``: the PE with small-P pairing (``KaleidoConfig(pv_pairs=True)``)
+    ``paired``: the PE with small-P pairing (``KaleidoConfig.one_array(pv_pairs=True)``)
     and one paired slot (DUAL_LO), for every row port (``r0``, ``r1``,
     ``s``), two V values and two selects: it drains :func:`pv_pair_product`
     (:meth:`kaleido.golden.pe.PEModel.step_pv_pair`)."""
@@ -917,7 +917,7 @@ class PEPvArithmetic(wiring.Component):
         from kaleido.hdl.pe import KaleidoPE
 
         m = Module()
-        m.submodules.pe = pe = KaleidoPE(KaleidoConfig(pv_pairs=self.paired))
+        m.submodules.pe = pe = KaleidoPE(KaleidoConfig.one_array(pv_pairs=self.paired))
         first = Signal(init=1)
         m.d.sync += first.eq(0)
         step = Signal(range(pe.latency + 1))
@@ -1090,7 +1090,7 @@ class DetectorFlow(Harness):
         config: KaleidoConfig | None = None,
     ):
         self._scoreboard, self._response, self._payload = scoreboard, response, payload
-        self._cfg = config or KaleidoConfig()
+        self._cfg = config or KaleidoConfig.one_array()
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
@@ -1269,7 +1269,7 @@ class PassDispatcherFlow(Harness):
         config: KaleidoConfig | None = None,
     ):
         self._stream, self._framing, self._payload = stream, framing, payload
-        self._cfg = config or KaleidoConfig()
+        self._cfg = config or KaleidoConfig.one_array()
         self.white_box = payload  # the payload check names the matcher's slot
         super().__init__(dut)
 
@@ -2203,7 +2203,7 @@ BLOCKS = (
 def _softmax() -> wiring.Component:
     from kaleido.hdl.softmax import SoftmaxUnit
 
-    return SoftmaxUnit(KaleidoConfig())
+    return SoftmaxUnit(KaleidoConfig.one_array())
 
 
 def _stream_holds(
@@ -2212,7 +2212,7 @@ def _stream_holds(
     def build() -> wiring.Component:
         from kaleido.hdl.emit import DESIGNS
 
-        return StreamHolds(DESIGNS[design](config or KaleidoConfig()), outputs)
+        return StreamHolds(DESIGNS[design](config or KaleidoConfig.one_array()), outputs)
 
     return build
 
@@ -2226,11 +2226,11 @@ PROOFS = {
     "pe_dual_lo_products": Proof("pe_dual_lo_products", lambda: PEArithmetic(dual=True), mode="bmc", depth=3),
     "pe_pv_products": Proof("pe_pv_products", PEPvArithmetic, mode="bmc", depth=3, slow=True),
     "matcher_function": Proof(
-        "matcher_function", lambda: MatcherFunction(KaleidoConfig(batch=8, lookahead=4)), mode="bmc", depth=12
+        "matcher_function", lambda: MatcherFunction(KaleidoConfig.one_array(batch=8, lookahead=4)), mode="bmc", depth=12
     ),
     "pv_dispatcher_stream": Proof("pv_dispatcher_stream", _stream_holds("pv_dispatcher", ("beats",))),
     "pv_dispatcher_pairs_stream": Proof(
-        "pv_dispatcher_pairs_stream", _stream_holds("pv_dispatcher", ("beats",), KaleidoConfig(pv_pairs=True))
+        "pv_dispatcher_pairs_stream", _stream_holds("pv_dispatcher", ("beats",), KaleidoConfig.one_array(pv_pairs=True))
     ),
     "pe_pv_pair_products": Proof("pe_pv_pair_products", lambda: PEPvArithmetic(paired=True), mode="bmc", depth=3),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
@@ -2240,12 +2240,14 @@ PROOFS = {
 
 
 #: small configurations where a proof must unroll a whole pass or window
-SMALL_DISPATCH = KaleidoConfig(batch=2, lookahead=1, array_rows=2, array_cols=2)
-SMALL_SCHEDULER = KaleidoConfig(batch=4, array_rows=1)  # a 16-string window
+SMALL_DISPATCH = KaleidoConfig.one_array(batch=2, lookahead=1, array_rows=2, array_cols=2)
+SMALL_SCHEDULER = KaleidoConfig.one_array(batch=4, array_rows=1)  # a 16-string window
 #: the small arrays' queue: 2x2 passes on four 1x1 arrays, and 4x4 passes on four 2x2 arrays
-SMALL_ARRAY_SET = KaleidoConfig(batch=2, lookahead=1, array_rows=2, array_cols=2, sub_arrays=(1, 1))
-SMALL_ARRAY_SET_2X2 = KaleidoConfig(batch=2, lookahead=1, sub_arrays=(2, 2))
-SMALL_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=1, s_banks=2, s_fifo_depth=1)  # one lane, 2 banks
+SMALL_ARRAY_SET = KaleidoConfig.one_array(batch=2, lookahead=1, array_rows=2, array_cols=2, sub_arrays=(1, 1))
+SMALL_ARRAY_SET_2X2 = KaleidoConfig.one_array(batch=2, lookahead=1, sub_arrays=(2, 2))
+SMALL_BUFFER = KaleidoConfig.one_array(
+    batch=2, array_rows=1, array_cols=1, s_banks=2, s_fifo_depth=1
+)  # one lane, 2 banks
 
 
 def _dispatcher(config: KaleidoConfig) -> wiring.Component:
@@ -2276,7 +2278,7 @@ def _buffer(config: KaleidoConfig, n_tokens: int = 2, s_sets: int = 1) -> wiring
 #: (1-byte beats), a memory of 3 beats with latency 2, an O accumulator of
 #: 2 lanes, 2 rows, 2 channel groups
 MEMORY_INIT = (1, 2, 3)
-SMALL_CORE = KaleidoConfig(batch=2, array_rows=2, array_cols=2)
+SMALL_CORE = KaleidoConfig.one_array(batch=2, array_rows=2, array_cols=2)
 
 
 def _loader() -> wiring.Component:
@@ -2290,7 +2292,7 @@ def _loader() -> wiring.Component:
 #: width), d = 4 in batches of 1, 1, 2 (3 batches: 96 qk words a command),
 #: 2-byte beats (2 a token row), heads of up to 16 tokens
 FEEDER = (
-    KaleidoConfig(split=(1, 1, 2), batch=2),
+    KaleidoConfig.one_array(split=(1, 1, 2), batch=2),
     CoreConfig(tile=(2, 4, 2), port_bytes=2, mem_latency=1, max_tokens=16),
 )
 
@@ -2327,13 +2329,13 @@ def _pv_tile() -> wiring.Component:
     tiles up to (2, 2, 2), query tiles up to 2 rows."""
     from kaleido.hdl.pv_tile import PvTile
 
-    return PvTile(KaleidoConfig(batch=2, array_rows=2, array_cols=2, split=(2, 2, 2)), (2, 2, 2), 2)
+    return PvTile(KaleidoConfig.one_array(batch=2, array_rows=2, array_cols=2, split=(2, 2, 2)), (2, 2, 2), 2)
 
 
 #: the P V stage's scoreboard: a 2x1 array (two rows a row block, so a
 #: query tile of one row pads its row block), d = 3 (three channel blocks of
 #: one channel), key tiles up to (2, 2, 2), query tiles up to 2 rows
-PV_SMALL = KaleidoConfig(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1))
+PV_SMALL = KaleidoConfig.one_array(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1))
 
 
 def _pv_tile_small(buffers: int = 2) -> wiring.Component:
@@ -2366,7 +2368,7 @@ def _pv_gaps() -> tuple[int, ...]:
 #: detector's batch is array_cols), one S bank, tile (2, 2, 2), 4-byte
 #: beats, a memory of latency 1, heads of up to 8 tokens, the small format
 CORE_SMALL = (
-    KaleidoConfig(split=(1, 1, 2), batch=4, s_banks=1, lookahead=1),
+    KaleidoConfig.one_array(split=(1, 1, 2), batch=4, s_banks=1, lookahead=1),
     CoreConfig(tile=(2, 2, 2), port_bytes=4, mem_latency=1, max_tokens=8),
 )
 
@@ -2386,7 +2388,7 @@ def _o_accumulator() -> wiring.Component:
 #: the pass former's proofs: batch 16 over a grid whose batches have 6, 5
 #: and 10 units (2, 2 and 3 groups: padding units and a 3x3 batch) and
 #: short batches of 8 channels
-PASS_FORMER = (KaleidoConfig(), (1, 2, 5))
+PASS_FORMER = (KaleidoConfig.one_array(), (1, 2, 5))
 
 
 def _former() -> wiring.Component:
@@ -2420,8 +2422,10 @@ def _scheduler(config: KaleidoConfig) -> wiring.Component:
     return Scheduler(config)
 
 
-_B = KaleidoConfig().batch
-_LAT = max(r + c for r in range(KaleidoConfig().array_rows) for c in range(KaleidoConfig().array_cols))
+_B = KaleidoConfig.one_array().batch
+_LAT = max(
+    r + c for r in range(KaleidoConfig.one_array().array_rows) for c in range(KaleidoConfig.one_array().array_cols)
+)
 _PASS = 4 * SMALL_DISPATCH.batch + 1  # a pass of the small dispatcher: four phases of at most batch beats, one idle
 _FORMER_PASSES = _former_passes()
 _PV_BOUND = _pv_gaps()
@@ -2437,7 +2441,7 @@ _PV_WHY = (
 _CORE_DEPTH = 26
 #: the banked buffer's reduced configuration: 2 lanes (a 1x2 array), 2
 #: banks, FIFOs of 2 (the least for 2 lanes), N = 2 (4 entries, 2 words a bank)
-BANKED_BUFFER = KaleidoConfig(batch=2, array_rows=1, array_cols=2, s_banks=2, s_fifo_depth=2)
+BANKED_BUFFER = KaleidoConfig.one_array(batch=2, array_rows=1, array_cols=2, s_banks=2, s_fifo_depth=2)
 #: the sums' BMC depth: z3 needs 80 s for step 8 and more than 5 minutes for step 9
 _BANKED_DEPTH = 9
 _BANKED_WHY = (
@@ -2453,10 +2457,10 @@ _BANKED_WHY = (
 PROOFS.update(
     {
         "detector_scoreboard": Proof(
-            "detector_scoreboard", lambda: DetectorFlow(_detector(KaleidoConfig()), response=False)
+            "detector_scoreboard", lambda: DetectorFlow(_detector(KaleidoConfig.one_array()), response=False)
         ),
         "detector_response": Proof(
-            "detector_response", lambda: DetectorFlow(_detector(KaleidoConfig()), scoreboard=False)
+            "detector_response", lambda: DetectorFlow(_detector(KaleidoConfig.one_array()), scoreboard=False)
         ),
         "detector_payload": Proof(
             "detector_payload",
@@ -2464,31 +2468,31 @@ PROOFS.update(
             # (and the reference's), so four show every lane's logic and the
             # count/absent masking around them; the 16-lane default took 80 s
             lambda: DetectorFlow(
-                _detector(KaleidoConfig(batch=4)),
+                _detector(KaleidoConfig.one_array(batch=4)),
                 scoreboard=False,
                 response=False,
                 payload=True,
-                config=KaleidoConfig(batch=4),
+                config=KaleidoConfig.one_array(batch=4),
             ),
             depth=2,
         ),
         "detector_cover": Proof(
             "detector_cover",
-            lambda: DetectorFlow(_detector(KaleidoConfig())),
+            lambda: DetectorFlow(_detector(KaleidoConfig.one_array())),
             mode="cover",
             depth=4,
             why="each cover is one or two transfers from reset",
         ),
-        "matcher_scoreboard": Proof("matcher_scoreboard", lambda: MatcherFlow(_matcher(KaleidoConfig()), _B)),
+        "matcher_scoreboard": Proof("matcher_scoreboard", lambda: MatcherFlow(_matcher(KaleidoConfig.one_array()), _B)),
         "matcher_response": Proof(
             "matcher_response",
-            lambda: MatcherFlow(_matcher(KaleidoConfig()), _B, always_ready=True),
+            lambda: MatcherFlow(_matcher(KaleidoConfig.one_array()), _B, always_ready=True),
             depth=_B + 2,
         ),
-        "matcher_jobs": Proof("matcher_jobs", lambda: MatcherJobs(_matcher(KaleidoConfig()), _B), depth=2),
+        "matcher_jobs": Proof("matcher_jobs", lambda: MatcherJobs(_matcher(KaleidoConfig.one_array()), _B), depth=2),
         "matcher_cover": Proof(
             "matcher_cover",
-            lambda: MatcherFlow(_matcher(KaleidoConfig()), _B),
+            lambda: MatcherFlow(_matcher(KaleidoConfig.one_array()), _B),
             mode="cover",
             depth=_B + 3,
             why=f"the longest cover, a job of all {_B} channels, ends {_B} cycles after it is taken",
@@ -2548,11 +2552,13 @@ PROOFS.update(
             why="four 1x1 arrays: a pass taken at step 0 hands its blocks out from step 1, the set is busy after "
             "four blocks, and the next pass is taken with the last block",
         ),
-        "array_drain": Proof("array_drain", lambda: ArrayDrain(_array(KaleidoConfig())), depth=3),
-        "array_tiles": Proof("array_tiles", lambda: ArrayDrain(_array(KaleidoConfig()), timing=True), depth=_LAT + 4),
+        "array_drain": Proof("array_drain", lambda: ArrayDrain(_array(KaleidoConfig.one_array())), depth=3),
+        "array_tiles": Proof(
+            "array_tiles", lambda: ArrayDrain(_array(KaleidoConfig.one_array()), timing=True), depth=_LAT + 4
+        ),
         "array_cover": Proof(
             "array_cover",
-            lambda: ArrayDrain(_array(KaleidoConfig())),
+            lambda: ArrayDrain(_array(KaleidoConfig.one_array())),
             mode="cover",
             depth=_LAT + 4,
             slow=True,

@@ -238,4 +238,4 @@ def config_from_env() -> KaleidoConfig:
     """The configuration a cocotb test module was built for."""
     d = json.loads(os.environ["KALEIDO_CONFIG"])
     d["split"] = tuple(d["split"])
-    return KaleidoConfig(**d)
+    return KaleidoConfig.one_array(**d)

@@ -32,13 +32,19 @@ from kaleido.tb.engine_io import decode_scores
 from kaleido.tb.passes import make_workload
 
 GOLDEN = [
-    ("golden-16-banks", KaleidoConfig(split=(2, 3, 3), batch=2), (2, 2, 4)),
-    ("golden-1-bank", KaleidoConfig(split=(1, 3, 2), batch=4, P=4, s_banks=1), (3, 1, 3)),
+    ("golden-16-banks", KaleidoConfig.one_array(split=(2, 3, 3), batch=2), (2, 2, 4)),
+    ("golden-1-bank", KaleidoConfig.one_array(split=(1, 3, 2), batch=4, P=4, s_banks=1), (3, 1, 3)),
 ]
 #: a 2x2 array, 2 banks of 4-entry FIFOs over 3 or 4 tokens: bursts and hazards
 RANDOM = [
-    ("random-2-banks", KaleidoConfig(split=(2, 2, 2), batch=2, array_rows=2, array_cols=2, s_banks=2, s_fifo_depth=4)),
-    ("random-4-banks", KaleidoConfig(split=(2, 2, 2), batch=2, array_rows=2, array_cols=2, s_banks=4, s_fifo_depth=8)),
+    (
+        "random-2-banks",
+        KaleidoConfig.one_array(split=(2, 2, 2), batch=2, array_rows=2, array_cols=2, s_banks=2, s_fifo_depth=4),
+    ),
+    (
+        "random-4-banks",
+        KaleidoConfig.one_array(split=(2, 2, 2), batch=2, array_rows=2, array_cols=2, s_banks=4, s_fifo_depth=8),
+    ),
 ]
 
 
@@ -269,13 +275,13 @@ def test_accumulation_buffer_random(name, cfg, seed):
 
 def test_accumulation_buffer_rejects_bad_parameters():
     with pytest.raises(TypeError, match=r"n_tokens must be an integer, not 2.5"):
-        AccumulationBuffer(KaleidoConfig(), 2.5)  # type: ignore[arg-type]
+        AccumulationBuffer(KaleidoConfig.one_array(), 2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"n_tokens must be at least 2, not 1"):
-        AccumulationBuffer(KaleidoConfig(), 1)
+        AccumulationBuffer(KaleidoConfig.one_array(), 1)
     with pytest.raises(ValueError, match=r"s_fifo_depth 8 is below the array's 16 PEs"):
-        AccumulationBuffer(KaleidoConfig(s_fifo_depth=8), 4)
+        AccumulationBuffer(KaleidoConfig.one_array(s_fifo_depth=8), 4)
     with pytest.raises(ValueError, match=r"s_banks must be a power of two from 1 to 1024, not 3"):
-        KaleidoConfig(s_banks=3)
+        KaleidoConfig.one_array(s_banks=3)
     with pytest.raises(TypeError, match=r"s_fifo_depth must be an integer, not 'x'"):
-        KaleidoConfig(s_fifo_depth="x")
+        KaleidoConfig.one_array(s_fifo_depth="x")
     assert RING_DEPTH == 4

@@ -24,7 +24,7 @@ def _check(cfg, beats, **kw):
 
 @pytest.mark.parametrize("accumulators", [3, 4])
 def test_random_passes(accumulators, seed):
-    cfg = KaleidoConfig(split=(4, 4, 4), batch=4, accumulators=accumulators)
+    cfg = KaleidoConfig.one_array(split=(4, 4, 4), batch=4, accumulators=accumulators)
     rng = np.random.default_rng(seed)
     beats = []
     for _ in range(4):
@@ -34,7 +34,7 @@ def test_random_passes(accumulators, seed):
 
 @pytest.mark.parametrize("in_stall, out_stall", [("random", "none"), ("none", "random"), ("every4", "every4")])
 def test_stalls(in_stall, out_stall, seed):
-    cfg = KaleidoConfig(split=(4, 4, 4), batch=4)
+    cfg = KaleidoConfig.one_array(split=(4, 4, 4), batch=4)
     rng = np.random.default_rng(seed)
     beats = random_pass(rng, cfg)[0] + random_pass(rng, cfg)[0]
     _check(cfg, beats, in_stall=in_stall, out_stall=out_stall, seed=seed)
@@ -42,7 +42,7 @@ def test_stalls(in_stall, out_stall, seed):
 
 @pytest.mark.parametrize("rows, cols, variant", [(1, 1, "pe"), (2, 3, "full"), (4, 4, "pe-m"), (3, 2, "pe-sh")])
 def test_workload_equals_reuse_scores_and_model(rows, cols, variant):
-    cfg = KaleidoConfig(split=(3, 2, 3), batch=3, array_rows=rows, array_cols=cols)
+    cfg = KaleidoConfig.one_array(split=(3, 2, 3), batch=3, array_rows=rows, array_cols=cols)
     scheduler, matcher = VARIANTS[variant]
     S_expected, passes = workload_passes(
         cfg, grid=(2, 3, 3), kind="video", seed=1, matcher=matcher, scheduler=scheduler
@@ -56,8 +56,8 @@ def test_workload_equals_reuse_scores_and_model(rows, cols, variant):
 
 def test_invalid_configuration():
     with pytest.raises(ValueError, match="array_rows must be at least 1, not 0"):
-        KaleidoArray(KaleidoConfig(array_rows=0))
+        KaleidoArray(KaleidoConfig.one_array(array_rows=0))
     with pytest.raises(ValueError, match="acc_width 12 is too narrow for batch 16"):
-        KaleidoPE(KaleidoConfig(acc_width=12))
+        KaleidoPE(KaleidoConfig.one_array(acc_width=12))
     with pytest.raises(TypeError, match="config must be a KaleidoConfig"):
         KaleidoArray({"array_rows": 4})

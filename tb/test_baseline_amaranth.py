@@ -12,7 +12,7 @@ from kaleido.tb.kit import simulate
 
 @pytest.mark.parametrize("in_stall, out_stall", [("none", "none"), ("random", "every4")])
 def test_dense_array_tiles(seed, in_stall, out_stall):
-    cfg = KaleidoConfig(array_rows=3, array_cols=2)
+    cfg = KaleidoConfig.one_array(array_rows=3, array_cols=2)
     R, C = 3, 2
     rng = np.random.default_rng(seed)
     tiles = [(rng.integers(-128, 128, (R, n)), rng.integers(-128, 128, (C, n))) for n in (1, 5, 16, 2)]

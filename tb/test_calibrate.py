@@ -56,7 +56,7 @@ def test_calibrate_keeps_floor_plus_margin_and_equals_the_explorer(head):
     """``calibrate`` chooses what the explorer's ``group`` search chooses
     with P V at the configuration's F (one search, not two), the output
     keeps floor + margin, and the speedup is the cycle model's."""
-    cfg = KaleidoConfig(split=head.split)
+    cfg = KaleidoConfig.one_array(split=head.split)
     r = calibrate(head.q, head.k, head.v, head.grid, head.split, cfg, scales=head.scales, floor=40.0, margin=1.5)
     fp = [tuple(x) for x in r["thresholds"]]
     psnr = hw_attention(head.q, head.k, head.v, head.grid, head.split, fp, [cfg.F] * 3, scales=head.scales)

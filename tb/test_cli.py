@@ -24,8 +24,11 @@ def test_perf_json_csv(tmp_path, capsys):
         assert key in data
     assert set(data["ops"]) == {"dense", "oracle", "hw"}
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
-    ref = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(F=5, P=4), variant="pe-m")
+    ref = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(F=5, P=4), variant="pe-m")  # the default's 16 1x1 arrays
     assert data["cycles"] == ref.cycles and data["ops"] == ref.ops
+    assert data["config"]["sub_arrays"] == [1, 1] and data["config"]["pass_gap"] == 1
+    one = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig.one_array(F=5, P=4), variant="pe-m")
+    assert one.cycles != ref.cycles
     assert "quality" in data and data["quality"]["vs_int8"]["psnr"] > 0
     row = next(csv.DictReader(c.open()))
     assert int(row["cycles"]) == ref.cycles
@@ -36,19 +39,20 @@ def test_perf_whole_attention(tmp_path, capsys):
     """``stages`` (qk, softmax, pv) and ``attention`` totals, each stage
     from its own model function; the table shows them."""
     from kaleido.config import SoftmaxFormat
+    from kaleido.golden.softmax import head_p
     from kaleido.model import output_scaler_cycles, pv_cycles, softmax_cycles
 
     j = tmp_path / "r.json"
     assert main(["perf", "--grid", "2,4,6", "--F", "4", "--P", "2", "--json", str(j)]) == 0
     data = json.loads(j.read_text())
     w = synthetic_video("hunyuan", (2, 4, 6), "slow", 0)
-    cfg = KaleidoConfig(F=4, P=2)
+    cfg = KaleidoConfig(F=4, P=2)  # the default's small-P pairing: P V needs the head's P
     st = data["stages"]
     assert set(st) == {"qk", "softmax", "pv"}
     for stage in st.values():
         assert set(stage["ops"]) == {"dense", "oracle", "hw"} and stage["cycles"] > 0
     assert st["qk"]["cycles"] == data["cycles"] and st["qk"]["ops"] == data["ops"]
-    pv = pv_cycles(w.v, w.grid, w.split, cfg)
+    pv = pv_cycles(w.v, w.grid, w.split, cfg, P=head_p(w.q, w.k, w.grid, w.split, cfg.thresholds, scales=w.scales))
     assert (st["pv"]["cycles"], st["pv"]["dense_cycles"], st["pv"]["ops"]) == (pv.cycles, pv.dense_cycles, pv.ops)
     assert st["pv"]["ops"]["dense"] == 2 * w.n * w.n * w.d
     assert st["softmax"]["cycles"] == softmax_cycles(w.n, w.n, 4, SoftmaxFormat()) + output_scaler_cycles(w.n, w.d, 4)
@@ -61,7 +65,7 @@ def test_perf_whole_attention(tmp_path, capsys):
 
 
 def test_perf_small_p_pairing(tmp_path, capsys):
-    """``--pv-pairs``: the P V stage is :func:`pv_cycles` with the head's P
+    """``--pv-pairs`` (the default's) against ``--no-pv-pairs``: the P V stage is :func:`pv_cycles` with the head's P
     (computed here on its own path: the fixed-point softmax of the one-pair
     reuse scores), fewer cycles than without; Q K^T and the dense counts
     do not move."""
@@ -75,13 +79,13 @@ def test_perf_small_p_pairing(tmp_path, capsys):
     for pairs in (False, True):
         j = tmp_path / f"r{pairs}.json"
         argv = ["perf", "--grid", "2,4,6", "--seed", "3", "--F", "5", "--P", "3", "--quality", "off", "--json", str(j)]
-        assert main(argv + (["--pv-pairs"] if pairs else [])) == 0
+        assert main(argv + (["--pv-pairs"] if pairs else ["--no-pv-pairs"])) == 0
         runs[pairs] = json.loads(j.read_text())
     assert runs[True]["config"]["pv_pairs"] and not runs[False]["config"]["pv_pairs"]
     w = synthetic_video("hunyuan", (2, 4, 6), "slow", 3)
     qs, ks, _ = w.scales
     P = fixed_softmax(reuse_scores(w.q, w.k, w.grid, w.split, 5, 3), qs * ks / math.sqrt(w.d)).p
-    pv = pv_cycles(w.v, w.grid, w.split, KaleidoConfig(F=5, P=3, pv_pairs=True), P=P)
+    pv = pv_cycles(w.v, w.grid, w.split, KaleidoConfig(F=5, P=3), P=P)
     off, on = runs[False]["stages"], runs[True]["stages"]
     assert on["pv"]["cycles"] == pv.cycles < off["pv"]["cycles"]
     assert on["pv"]["dense_cycles"] == off["pv"]["dense_cycles"] and on["qk"] == off["qk"]
@@ -100,8 +104,10 @@ def test_perf_linear(tmp_path, capsys):
     assert main([*argv, "--json", str(j)]) == 0
     data = json.loads(j.read_text())
     X, _, _ = video_activations((2, 4, 4), "slow", 0, d_model=24)
-    ref = linear_cycles(X, 40, (2, 4, 4), KaleidoConfig(), LinearReuse("t", 3.0, 8.0))
+    rule = LinearReuse("t", 3.0, 8.0)
+    ref = linear_cycles(X, 40, (2, 4, 4), KaleidoConfig(), rule)  # the default's 16 1x1 arrays
     assert (data["cycles"], data["dense_cycles"], data["ops"]) == (ref.cycles, ref.dense_cycles, ref.ops)
+    assert ref.cycles != linear_cycles(X, 40, (2, 4, 4), KaleidoConfig.one_array(), rule).cycles
     assert data["layer"] == {"n": 32, "d_in": 24, "d_out": 40, "grid": [2, 4, 4]}
     assert data["rule"]["limits"] == [5, 15] and data["quality"]["vs_int8"]["psnr"] > 30
     assert "linear layer: N=32 d_in=24 d_out=40" in capsys.readouterr().out
@@ -124,33 +130,32 @@ def test_perf_engine(tmp_path, capsys):
     assert main(["perf", "--grid", "2,4,4", "--engine", "--json", str(j)]) == 0
     data = json.loads(j.read_text())
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
-    assert data["engine"] == engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig()).as_dict()
+    # the default design: the engine on 16 1x1 arrays behind the shared queue, small-P pairing (issue 14)
+    small = engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig())
+    assert data["engine"] == small.as_dict() and data["config"]["sub_arrays"] == [1, 1]
     assert "engine: compute" in capsys.readouterr().out
     with pytest.raises(SystemExit) as e:
         main(["perf", "--grid", "2,4,4", "--engine", "--array-size", "8"])
     assert e.value.code == 2
     assert "--engine models the engine's one 4x4 array, not 1 x 8x8" in capsys.readouterr().err
-    # the engine on 16 1x1 arrays behind the shared queue (issue 14)
-    assert main(["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "1", "--json", str(j)]) == 0
-    data = json.loads(j.read_text())
-    small = engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig(sub_arrays=(1, 1)))
-    assert data["engine"] == small.as_dict() and data["config"]["sub_arrays"] == [1, 1]
-    assert small.compute != engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig()).compute
-    # whole attention with the small arrays' Q K^T and small-P pairing: the built core's best design
-    argv = ["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "1", "--pv-pairs", "--json", str(j)]
-    assert main(argv) == 0
-    data = json.loads(j.read_text())
-    cfg = KaleidoConfig(pv_pairs=True)
+    cfg = KaleidoConfig()
     pv = pv_cycles(w.v, w.grid, w.split, cfg, P=head_p(w.q, w.k, w.grid, w.split, cfg.thresholds, scales=w.scales))
     sm = softmax_cycles(w.n, w.n, 4) + output_scaler_cycles(w.n, w.d, 4)
     dense = small.dense_cycles + sm + pv.dense_cycles
     want = {"cycles": small.compute + sm + pv.cycles, "dense_cycles": dense}
     assert {k: data["attention_engine"][k] for k in want} == want
-    assert data["attention_engine"]["speedup"] > data["attention"]["speedup"]  # 16 1x1 arrays beat one 4x4
+    # one 4x4 array: --sub-arrays 4 (or --design one_array)
+    for flags in (["--sub-arrays", "4", "--no-pv-pairs"], ["--design", "one_array"]):
+        assert main(["perf", "--grid", "2,4,4", "--engine", *flags, "--json", str(j)]) == 0
+        one = json.loads(j.read_text())
+        assert one["engine"] == engine_cycles(w.q, w.k, w.grid, w.split, KaleidoConfig.one_array()).as_dict()
+        assert one["config"]["sub_arrays"] is None and one["config"]["pass_gap"] == 0
+        assert one["engine"]["compute"] != small.compute
+        assert one["attention_engine"]["speedup"] < data["attention_engine"]["speedup"]  # 16 1x1 arrays beat one 4x4
     assert "attention with the engine's Q K^T" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        main(["perf", "--grid", "2,4,4", "--sub-arrays", "2x2"])
-    assert "--sub-arrays 2x2 needs --engine" in capsys.readouterr().err
+        main(["perf", "--grid", "2,4,4", "--arrays", "2"])
+    assert "arrays must be 1 and pass_gap 1, not 2 and 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "3x1"])
     assert "sub_arrays (3, 1) must divide the 4x4 pass" in capsys.readouterr().err
@@ -166,6 +171,8 @@ def test_perf_workload_file(tmp_path):
                 "perf",
                 "--workload",
                 str(tmp_path / "w.npz"),
+                "--design",
+                "one_array",
                 "--accumulators",
                 "4",
                 "--array-size",
@@ -179,9 +186,8 @@ def test_perf_workload_file(tmp_path):
         == 0
     )
     data = json.loads(j.read_text())
-    ref = run_model(
-        w.q, w.k, w.grid, w.split, KaleidoConfig(split=w.split, accumulators=4, array_rows=2, array_cols=3), arrays=2
-    )
+    cfg = KaleidoConfig.one_array(split=w.split, accumulators=4, array_rows=2, array_cols=3)
+    ref = run_model(w.q, w.k, w.grid, w.split, cfg, arrays=2)
     assert data["cycles"] == ref.cycles and data["workload"]["split"] == [44, 42, 42]
 
 

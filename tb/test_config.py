@@ -64,14 +64,21 @@ def test_unknown_preset():
 
 
 def test_designs():
-    """The default is the project's design (issue 14), ``paper`` the
-    paper's; another (F, P) without per-group thresholds is uniform."""
+    """The default is the project's design (issue 14: small arrays and
+    small-P pairing), ``one_array`` its reuse on one 4x4 array, ``paper``
+    the paper's; another (F, P) without per-group thresholds is uniform."""
     from kaleido.config import DEFAULT_GROUP_THRESHOLDS, DESIGNS
 
-    d, p = KaleidoConfig(), KaleidoConfig.paper()
+    d, o, p = KaleidoConfig(), KaleidoConfig.one_array(), KaleidoConfig.paper()
     assert d.accumulators == 4 and d.thresholds == DEFAULT_GROUP_THRESHOLDS == ((7, 4), (7, 4), (6, 4))
+    assert (d.sub_arrays, d.pv_pairs, o.sub_arrays, o.pv_pairs) == ((1, 1), True, None, False)
+    assert o.accumulators == 4 and o.thresholds == DEFAULT_GROUP_THRESHOLDS
     assert p.accumulators == 3 and p.thresholds == ((5, 3),) * 3 and (p.F, p.P) == (5, 3)
-    assert (d.design, p.design) == ("default", "paper") and sorted(DESIGNS) == ["default", "paper"]
+    assert (p.sub_arrays, p.pv_pairs) == (None, False)
+    assert (d.design, o.design, p.design) == ("default", "one_array", "paper")
+    assert sorted(DESIGNS) == ["default", "one_array", "paper"]
+    assert KaleidoConfig(pv_pairs=False).design is None  # no design has small arrays without pairing
+    assert KaleidoConfig.preset("hunyuan", "one_array") == o
     assert KaleidoConfig(F=6).design is None
     assert KaleidoConfig.preset("wan", "paper") == KaleidoConfig.paper(split=(44, 42, 42), name="wan")
     assert KaleidoConfig(F=5, P=3).thresholds == ((5, 3),) * 3  # no silent per-group thresholds
@@ -103,10 +110,17 @@ def test_sub_arrays():
     """Small arrays behind a shared queue (issue 14): the shape, how many,
     the small array's own configuration; one array of the pass's shape is
     spelt ``None`` (so it is the default design, with its tag)."""
-    cfg = KaleidoConfig(sub_arrays=(1, 2))
+    cfg = KaleidoConfig(sub_arrays=(1, 2), pv_pairs=False)
     assert cfg.sub_shape == (1, 2) and cfg.n_arrays == 8
     sub = cfg.sub_config()
     assert (sub.array_rows, sub.array_cols, sub.sub_arrays, sub.n_arrays) == (1, 2, None, 1)
     assert cfg.tag.endswith("_n1x2") and KaleidoConfig(sub_arrays=[2, 2]).sub_arrays == (2, 2)
-    assert KaleidoConfig(sub_arrays=(4, 4)) == KaleidoConfig() and KaleidoConfig().n_arrays == 1
-    assert KaleidoConfig().sub_shape == (4, 4) and "_n" not in KaleidoConfig().tag
+    one = KaleidoConfig.one_array()
+    assert KaleidoConfig(sub_arrays=(4, 4), pv_pairs=False) == one and one.n_arrays == 1
+    assert one.sub_shape == (4, 4) and "_n" not in one.tag and "_pp" not in one.tag
+    # the default: sixteen 1x1 arrays, small-P pairing
+    d = KaleidoConfig()
+    assert (d.sub_arrays, d.sub_shape, d.n_arrays, d.pv_pairs) == ((1, 1), (1, 1), 16, True)
+    assert d.tag.endswith("_n1x1_pp")
+    # a pass of one unit on a side is its own 1x1 array: None
+    assert KaleidoConfig(array_rows=1, array_cols=1).sub_arrays is None

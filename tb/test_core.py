@@ -32,7 +32,7 @@ SEED = int(os.environ.get("KALEIDO_SEED", "1"))
     ],
 )
 def test_core_is_bit_exact(grid, tile, split, batch):
-    _check_core(grid, tile, KaleidoConfig(split=split, batch=batch))
+    _check_core(grid, tile, KaleidoConfig.one_array(split=split, batch=batch))
 
 
 def _check_core(grid, tile, config: KaleidoConfig, pv_buffers: int = 2, s_buffers: int = 2) -> int:
@@ -59,9 +59,9 @@ def test_core_with_one_pv_buffer():
     head (``make bench``'s) two buffers take fewer."""
     from kaleido.golden.workloads import synthetic_video
 
-    _check_core((2, 4, 4), (2, 2, 4), KaleidoConfig(split=(4, 4, 4), batch=4), pv_buffers=1)
+    _check_core((2, 4, 4), (2, 2, 4), KaleidoConfig.one_array(split=(4, 4, 4), batch=4), pv_buffers=1)
     w = synthetic_video("hunyuan", (2, 8, 8), "slow", 1)
-    one, two = (core_cycles(w.q, w.k, w.v, w.grid, KaleidoConfig(), CoreConfig(pv_buffers=b)) for b in (1, 2))
+    one, two = (core_cycles(w.q, w.k, w.v, w.grid, KaleidoConfig.one_array(), CoreConfig(pv_buffers=b)) for b in (1, 2))
     assert one > two, f"one buffer {one} cycles, two {two}"
 
 
@@ -71,10 +71,10 @@ def test_core_with_one_s_buffer():
     (the default, two S sets, is checked by every other core test, and the
     engine's handoff by ``test_two_s_sets_overlap_the_unload``). Two sets
     take fewer cycles: the S read overlaps the next tile's load and compute."""
-    one = _check_core((2, 4, 4), (2, 2, 4), KaleidoConfig(split=(4, 4, 4), batch=4), s_buffers=1)
+    one = _check_core((2, 4, 4), (2, 2, 4), KaleidoConfig.one_array(split=(4, 4, 4), batch=4), s_buffers=1)
     Q, K, V, _ = core_head((2, 4, 4), (4, 4, 4), SEED)
     core = CoreConfig(tile=(2, 2, 4), port_bytes=4, mem_latency=3, max_tokens=64)
-    two = core_cycles(Q, K, V, (2, 4, 4), KaleidoConfig(split=(4, 4, 4), batch=4), core)
+    two = core_cycles(Q, K, V, (2, 4, 4), KaleidoConfig.one_array(split=(4, 4, 4), batch=4), core)
     assert two < one, f"two S sets {two} cycles, one {one}"
 
 
@@ -85,10 +85,12 @@ def test_core_on_small_arrays(sub):
     golden walk (the arrays' shape changes no value), cycles the model's
     (``engine_cycles`` per tile with the queue)."""
     grid, tile, split = (2, 4, 4), (2, 2, 4), (4, 4, 4)
-    model = _check_core(grid, tile, KaleidoConfig(split=split, batch=4, sub_arrays=sub))
+    model = _check_core(grid, tile, KaleidoConfig.one_array(split=split, batch=4, sub_arrays=sub))
     Q, K, V, _ = core_head(grid, split, SEED)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
-    assert model != core_cycles(Q, K, V, grid, KaleidoConfig(split=split, batch=4), core), "the shape cost nothing"
+    assert model != core_cycles(Q, K, V, grid, KaleidoConfig.one_array(split=split, batch=4), core), (
+        "the shape cost nothing"
+    )
 
 
 def test_core_with_random_stalls():
@@ -96,7 +98,7 @@ def test_core_with_random_stalls():
     write port refuses writes at random: O stays bit-exact, and the stalls
     cost cycles over the model's stall-free count."""
     grid, tile, split = (2, 2, 4), (2, 2, 4), (5, 4, 7)
-    config = KaleidoConfig(split=split, batch=4)
+    config = KaleidoConfig.one_array(split=split, batch=4)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
     o, cycles = simulate_core(Q, K, V, grid, scales, config, core, stall_seed=SEED)
@@ -120,7 +122,7 @@ def test_dense_core_is_bit_exact(grid, tile, split, batch):
     stage on ``DensePvArray``): O bit-exact against ``core_attention`` with
     reuse off; on the reuse core's heads the reuse golden differs, so the
     check tells the variants apart."""
-    config = KaleidoConfig(split=split, batch=batch)
+    config = KaleidoConfig.one_array(split=split, batch=batch)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
     o, cycles = simulate_core(Q, K, V, grid, scales, config, core, variant="dense")
@@ -137,7 +139,7 @@ def test_dense_core_on_icarus():
     reuse off, ``cycles`` the dense model's."""
     grid = tile = (2, 2, 4)
     split = (5, 4, 7)
-    config = KaleidoConfig(split=split, batch=4)
+    config = KaleidoConfig.one_array(split=split, batch=4)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, split, SEED)
     res = run_core("icarus", Q, K, V, grid, scales, config, core, variant="dense")
@@ -156,10 +158,10 @@ def test_core_and_model_reject_spilling_s():
     assert CoreConfig().s_pass == "recompute"
     spill = CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=64, s_pass="spill")
     with pytest.raises(ValueError, match="s_pass='spill'"):
-        KaleidoAttentionCore(KaleidoConfig(split=(5, 4, 7), batch=4), spill)
+        KaleidoAttentionCore(KaleidoConfig.one_array(split=(5, 4, 7), batch=4), spill)
     Q, K, V, _ = core_head((2, 2, 4), (5, 4, 7), SEED)
     with pytest.raises(ValueError, match="s_pass='spill'"):
-        core_cycles(Q, K, V, (2, 2, 4), KaleidoConfig(split=(5, 4, 7), batch=4), spill)
+        core_cycles(Q, K, V, (2, 2, 4), KaleidoConfig.one_array(split=(5, 4, 7), batch=4), spill)
 
 
 def test_core_with_small_p_pairing():
@@ -174,7 +176,7 @@ def test_core_with_small_p_pairing():
     from kaleido.model import pv_tile_run
 
     grid, tile = (2, 4, 4), (2, 2, 4)
-    config = KaleidoConfig(split=(4, 4, 4), batch=4, pv_pairs=True)
+    config = KaleidoConfig.one_array(split=(4, 4, 4), batch=4, pv_pairs=True)
     _check_core(grid, tile, config, pv_buffers=1)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64, pv_buffers=1)
     Q, K, V, scales = core_head(grid, config.split, SEED)
@@ -198,7 +200,7 @@ def test_core_with_run_time_thresholds():
     configuration's, and the cycles are the model's for a configuration
     with them (P V keeps ``config.F``)."""
     grid, tile = (2, 4, 4), (2, 2, 4)
-    config = KaleidoConfig(split=(4, 4, 4), batch=4)
+    config = KaleidoConfig.one_array(split=(4, 4, 4), batch=4)
     th = ((4, 2), (5, 3), (3, 2))
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
     Q, K, V, scales = core_head(grid, config.split, SEED)
@@ -217,18 +219,20 @@ def test_core_rejects_an_unknown_variant():
     from kaleido.hdl.core import KaleidoAttentionCore
 
     with pytest.raises(ValueError, match="'sparse'"):
-        KaleidoAttentionCore(KaleidoConfig(), CoreConfig(), variant="sparse")
+        KaleidoAttentionCore(KaleidoConfig.one_array(), CoreConfig(), variant="sparse")
     Q, K, V, scales = core_head((2, 2, 2), (4, 4, 4), SEED)
     with pytest.raises(ValueError, match="'sparse'"):
-        core_reference(Q, K, V, (2, 2, 2), scales, KaleidoConfig(split=(4, 4, 4)), CoreConfig(), variant="sparse")
+        core_reference(
+            Q, K, V, (2, 2, 2), scales, KaleidoConfig.one_array(split=(4, 4, 4)), CoreConfig(), variant="sparse"
+        )
 
 
 @pytest.mark.rtl
 @pytest.mark.parametrize(
     "sim, grid, config",
     [
-        ("icarus", (2, 2, 4), KaleidoConfig(split=(5, 4, 7), batch=4)),
-        ("verilator", (3, 3, 5), KaleidoConfig(split=(16, 16, 16), batch=16, sub_arrays=(1, 1))),
+        ("icarus", (2, 2, 4), KaleidoConfig.one_array(split=(5, 4, 7), batch=4)),
+        ("verilator", (3, 3, 5), KaleidoConfig(split=(16, 16, 16), batch=16)),  # the default design
     ],
     ids=["icarus", "verilator"],
 )
@@ -238,8 +242,9 @@ def test_core_fast_path(sim, grid, config):
     Verilator as a plain binary whose Verilog top level does the same; the
     cocotb path on Verilator runs in ``make soak`` and ``make bench``): O
     bit-exact, ``cycles`` the model's. Icarus runs
-    one tile; Verilator a head clipped on every axis (8 boxes) with its Q
-    K^T on 16 1x1 arrays and 48 channels, where the P V stage's passes
+    one tile; Verilator a head clipped on every axis (8 boxes) on the
+    default design (Q K^T on 16 1x1 arrays, small-P pairing on P V) with 48
+    channels, where the P V stage's passes
     outlast the engine's next tile, so its two buffers save cycles (the
     one-buffer model's count differs: this checks the two-buffer timing of
     ``core_cycles`` against the RTL where it matters). On Verilator a
@@ -253,10 +258,10 @@ def test_core_fast_path(sim, grid, config):
     assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
     ref = core_reference(Q, K, V, grid, scales, config, core)
     assert np.array_equal(res["o"], ref), f"seed {SEED}: {(res['o'] != ref).sum()} outputs differ"
-    assert res["cycles"] == core_cycles(Q, K, V, grid, config, core), f"seed {SEED}"
+    assert res["cycles"] == core_cycles(Q, K, V, grid, config, core, scales=scales), f"seed {SEED}"
     if sim == "icarus":
         return
-    one = core_cycles(Q, K, V, grid, config, dataclasses.replace(core, pv_buffers=1))
+    one = core_cycles(Q, K, V, grid, config, dataclasses.replace(core, pv_buffers=1), scales=scales)
     assert one > res["cycles"], f"seed {SEED}: one P V buffer {one} cycles, two {res['cycles']}"
     # another head of the same size: the same build, not rebuilt (the data is read at run time)
     built = pathlib.Path(res["build_dir"]) / "obj" / f"V{PLAIN_TOP}"  # the binary
@@ -292,7 +297,7 @@ def test_core_bench_emission_cache_follows_the_source(tmp_path):
         assert source_digest(tmp_path) != before, path
         before = source_digest(tmp_path)
     core, fmt = CoreConfig(tile=(2, 2, 4), port_bytes=4, mem_latency=3, max_tokens=64), SoftmaxFormat()
-    config = KaleidoConfig(split=(5, 4, 7), batch=4)
+    config = KaleidoConfig.one_array(split=(5, 4, 7), batch=4)
     key = CoreBench(100, 256, config, core, fmt, external=True).key
     assert CoreBench([1] * 100, 256, config, core, fmt, external=True).key == key  # the data is not in it
     assert CoreBench(101, 256, config, core, fmt, external=True).key != key
@@ -355,6 +360,7 @@ def test_core_sim_bench_writes_one_csv_line_a_run():
         (["--port-bytes", "48"], r"d = 128 must be a multiple of port_bytes = 48"),
         (["--latency", "0"], r"mem_latency must be a positive integer, not 0"),
         (["--sub-arrays", "2x2x2"], r"--sub-arrays must be N or RxC, not '2x2x2'"),
+        (["--design", "fast"], r"--design must be one of \['default', 'one_array', 'paper'\], not 'fast'"),
         (["--sub-arrays", "3"], r"sub_arrays \(3, 3\) must divide the 4x4 pass"),
         (["--s-buffers", "3"], r"s_buffers must be 1 or 2, not 3"),
         (["--thresholds", "no_such_file.json"], r"thresholds must be a calibration JSON file .* not 'no_such_file"),
@@ -386,7 +392,7 @@ def test_core_input_is_checked(change, match):
     from kaleido.hdl.core import check_core_input
 
     grid, split = (2, 2, 4), (4, 4, 4)
-    config = KaleidoConfig(split=split, batch=4)
+    config = KaleidoConfig.one_array(split=split, batch=4)
     core = CoreConfig(tile=(2, 2, 4), port_bytes=4, max_tokens=64)
     Q, K, V, _ = core_head(grid, split, SEED)
     q, k, v, g = change(Q, K, V, grid)
@@ -403,7 +409,7 @@ def test_core_soak():
     random stalls on both memory ports and random read latency: O
     bit-exact, and at least 10^6 cycles simulated."""
     grid = (2, 8, 16)
-    config, core = KaleidoConfig(), CoreConfig(max_tokens=4096)
+    config, core = KaleidoConfig.one_array(), CoreConfig(max_tokens=4096)
     w = synthetic_video("hunyuan", grid, "fast", SEED % 1000)
     res = run_core("verilator", w.q, w.k, w.v, grid, w.scales, config, core, stall_seed=SEED)
     assert not res["failed"], f"seed {SEED}: the testbench failed, see {res['build_dir']}"
@@ -422,12 +428,13 @@ def test_core_memories_have_at_most_two_ports():
     from kaleido.hdl.core import KaleidoAttentionCore
     from kaleido.tb.core_buffers import memories
 
-    mems = memories(KaleidoAttentionCore(KaleidoConfig(), CoreConfig()))
-    crowded = [m["path"] for m in mems if m["read_ports"] + m["write_ports"] > 2]
-    assert not crowded, f"memories with more than two ports: {crowded}"
-    assert len(mems) >= 30
-    total = sum(m["bits"] for m in mems)
-    assert total < 1_200_000, f"{total} bits of on-chip memory"  # 1,185,438 with two S sets (docs/CORE.md)
+    for cfg in (KaleidoConfig(), KaleidoConfig.one_array()):  # 16 1x1 arrays or one 4x4: the same memories
+        mems = memories(KaleidoAttentionCore(cfg, CoreConfig()))
+        crowded = [m["path"] for m in mems if m["read_ports"] + m["write_ports"] > 2]
+        assert not crowded, f"{cfg.design}: memories with more than two ports: {crowded}"
+        assert len(mems) >= 30
+        total = sum(m["bits"] for m in mems)
+        assert total < 1_200_000, f"{cfg.design}: {total} bits of on-chip memory"  # 1,185,438 (docs/CORE.md)
 
 
 def test_dense_core_has_the_same_buffers():
@@ -440,7 +447,7 @@ def test_dense_core_has_the_same_buffers():
     from kaleido.hdl.core import KaleidoAttentionCore
     from kaleido.tb.core_buffers import memories
 
-    cfg, core = KaleidoConfig(), CoreConfig()
+    cfg, core = KaleidoConfig.one_array(), CoreConfig()
     kaleido, dense = (memories(KaleidoAttentionCore(cfg, core, variant=v)) for v in ("kaleido", "dense"))
     crowded = [m["path"] for m in dense if m["read_ports"] + m["write_ports"] > 2]
     assert not crowded, f"memories with more than two ports: {crowded}"

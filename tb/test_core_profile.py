@@ -78,4 +78,4 @@ def test_plain_top_on_verilator_runs_a_head_bit_exact_in_the_models_cycles(tmp_p
         assert row["cxx"] == cxx
     w = synthetic_video("hunyuan", (2, 2, 2), "slow", 1)
     assert row["bit_exact"] is True
-    assert row["cycles"] == core_cycles(w.q, w.k, w.v, (2, 2, 2), KaleidoConfig(), CoreConfig())
+    assert row["cycles"] == core_cycles(w.q, w.k, w.v, (2, 2, 2), KaleidoConfig.one_array(), CoreConfig())

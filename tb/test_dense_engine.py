@@ -82,7 +82,7 @@ CASES = [
 @pytest.mark.parametrize("grid, split, batch, banks, depth, ins, outs", CASES)
 def test_dense_engine_amaranth(grid, split, batch, banks, depth, ins, outs, seed):
     """S bit-exact and the cycles (compute, total, held) the model's."""
-    cfg = KaleidoConfig(split=split, batch=batch, s_banks=banks, s_fifo_depth=depth)
+    cfg = KaleidoConfig.one_array(split=split, batch=batch, s_banks=banks, s_fifo_depth=depth)
     rng = np.random.default_rng(seed)
     Q, K = random_head(rng, int(np.prod(grid)), cfg.d)
     [(S, compute, total, held)] = simulate_dense_engine(cfg, grid, [(Q, K)], in_stall=ins, out_stall=outs, seed=seed)
@@ -97,7 +97,7 @@ def test_dense_engine_padded_boxes_and_two_heads(seed):
     tile feeder sends them), then a full random one (nothing leaks from the
     first: banks, walk, first-batch overwrite)."""
     tile, grid = (2, 2, 4), (3, 3, 6)
-    cfg = KaleidoConfig(split=(5, 3, 4), batch=4)
+    cfg = KaleidoConfig.one_array(split=(5, 3, 4), batch=4)
     rng = np.random.default_rng(seed)
     Qh, Kh = random_head(rng, int(np.prod(grid)), cfg.d)
     boxes = tile_boxes(grid, tile)
@@ -114,7 +114,7 @@ def test_dense_engine_padded_boxes_and_two_heads(seed):
 def test_dense_engine_model_methods(n, banks):
     """The model's two methods agree (Lindley's no-hold check and the
     event simulation); with no hold the compute is the beats plus the tail."""
-    cfg = KaleidoConfig(s_banks=banks)
+    cfg = KaleidoConfig.one_array(s_banks=banks)
     auto, events = dense_engine_cycles(n, cfg), dense_engine_cycles(n, cfg, method="events")
     assert auto == events
     rb = -(-n // cfg.array_rows) * -(-n // cfg.array_cols)
@@ -123,7 +123,7 @@ def test_dense_engine_model_methods(n, banks):
 
 
 def test_dense_pass_beats():
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     assert [dense_pass_beats(c, cfg) for c in (1, 2, 3, 16)] == [3, 3, 3, 16]
     assert dense_pass_beats(1, cfg.replace(array_rows=8, array_cols=8)) == 5
 
@@ -134,9 +134,9 @@ def test_dense_pass_beats():
 )
 def test_dense_engine_rejects_bad_geometry(grid, match):
     with pytest.raises(ValueError, match=match):
-        check_dense_engine(KaleidoConfig(), grid)
+        check_dense_engine(KaleidoConfig.one_array(), grid)
     with pytest.raises(ValueError, match=match):
-        DenseEngine(KaleidoConfig(), grid)
+        DenseEngine(KaleidoConfig.one_array(), grid)
 
 
 def test_dense_engine_model_rejects_bad_input():
@@ -155,4 +155,4 @@ def test_core_model_rejects_an_unknown_variant():
 
     Z = np.zeros((8, 48), np.int8)
     with pytest.raises(ValueError, match="'sparse'"):
-        core_cycles(Z, Z, Z, (2, 2, 2), KaleidoConfig(split=(16, 16, 16)), variant="sparse")
+        core_cycles(Z, Z, Z, (2, 2, 2), KaleidoConfig.one_array(split=(16, 16, 16)), variant="sparse")

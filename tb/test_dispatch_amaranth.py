@@ -32,7 +32,7 @@ def test_matcher(lookahead, seed):
 
 def test_matcher_one_slot_per_cycle(seed):
     """Jobs back to back: one slot per cycle after one cycle."""
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     ins, exp = matcher_case(cfg, np.random.default_rng(seed), 40)
     out, cycles = simulate_stream(Matcher(cfg), ins)
     assert out == exp
@@ -48,7 +48,7 @@ def test_scheduler_cycles(n, seed):
     from kaleido.loopnest import chunks
     from kaleido.tb.driver import Unpacker
 
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     ins, exp = scheduler_case(cfg, np.random.default_rng(seed), n)
     out, cycles = simulate_stream(Scheduler(cfg), ins)
     assert out == exp

@@ -27,7 +27,7 @@ def _comparable(unpack, word):
 @pytest.mark.parametrize("source", ["workload", "random"])
 @pytest.mark.parametrize("out_stall", ["none", "random"])
 def test_dispatcher_beats(source, out_stall, seed):
-    cfg = KaleidoConfig(batch=8, lookahead=3, split=(8, 5, 3))
+    cfg = KaleidoConfig.one_array(batch=8, lookahead=3, split=(8, 5, 3))
     rng = np.random.default_rng(seed)
     pack = Packer(pass_layout(cfg.array_rows, cfg.array_cols, cfg.batch))
     words, expected = [], []

@@ -11,7 +11,7 @@ from kaleido.tb.passes import random_pass
 def test_beat_encoder_matches_layout_const(seed):
     rng = np.random.default_rng(seed)
     for rows, cols in ((4, 4), (2, 3), (1, 1)):
-        cfg = KaleidoConfig(array_rows=rows, array_cols=cols, batch=6)
+        cfg = KaleidoConfig.one_array(array_rows=rows, array_cols=cols, batch=6)
         enc = BeatEncoder(rows, cols)
         for beat in random_pass(rng, cfg)[0]:
             assert enc(beat) == encode_beat(beat, rows, cols)

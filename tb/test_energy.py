@@ -43,7 +43,12 @@ SMALL = KaleidoConfig.paper(batch=4, split=(5, 3, 4))  # the paper's design; 4ac
         (KaleidoConfig.paper(batch=4, split=(5, 3, 4), accumulators=4), "video", (1, 3, 5), 1),
         (SMALL, "random", (2, 3, 4), 0),  # every class, ABSENT tags
         # per-group thresholds, four accumulators (the default design's kind)
-        (KaleidoConfig(batch=4, split=(5, 3, 4), group_thresholds=((5, 3), (6, 4), (4, 4))), "video", (1, 3, 5), 1),
+        (
+            KaleidoConfig.one_array(batch=4, split=(5, 3, 4), group_thresholds=((5, 3), (6, 4), (4, 4))),
+            "video",
+            (1, 3, 5),
+            1,
+        ),
     ],
     ids=["3acc-dual", "4acc-dual", "random", "group-4acc"],
 )
@@ -148,7 +153,7 @@ def test_attention_energy_adds_up():
     does one 8x8 MAC per token pair and channel; Kaleido's ``Q K^T``
     multiplies what the model's op count says, plus padding."""
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
-    cfg = KaleidoConfig(split=w.split)
+    cfg = KaleidoConfig.one_array(split=w.split)
     r = run_model(w.q, w.k, w.grid, w.split, cfg)
     e = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r)
     assert e["kaleido_pj"] == pytest.approx(sum(v["kaleido"] for v in e["by_stage"].values()))
@@ -170,13 +175,15 @@ def test_more_reuse_saves_more_energy():
     out = {}
     for kind in ("constant", "random"):
         w = make_workload(kind, (2, 4, 4), (16, 8, 8), 0)
-        cfg = KaleidoConfig(split=w.split)
+        cfg = KaleidoConfig.one_array(split=w.split)
         r = run_model(w.q, w.k, w.grid, w.split, cfg)
         out[kind] = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r)["qk_savings"]
     assert out["constant"] > out["random"] + 0.1 and out["random"] > 1, out
 
 
 def test_perf_reports_energy(tmp_path, capsys):
+    from kaleido.golden.softmax import head_p
+
     j = tmp_path / "r.json"
     assert main(["perf", "--grid", "2,4,4", "--json", str(j), "--csv", str(tmp_path / "r.csv")]) == 0
     data = json.loads(j.read_text())
@@ -184,9 +191,14 @@ def test_perf_reports_energy(tmp_path, capsys):
     assert {"kaleido_pj", "dense_pj", "savings", "by_stage", "by_kind"} <= set(e)
     assert set(e["by_stage"]) == {"qk", "softmax", "pv", "dispatch", "io"} and set(e["by_kind"]) == set(EVENTS)
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
-    cfg = KaleidoConfig(split=w.split)
-    ref = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, run_model(w.q, w.k, w.grid, w.split, cfg))
+    cfg = KaleidoConfig(split=w.split)  # the default: 16 1x1 arrays, small-P pairing
+    P = head_p(w.q, w.k, w.grid, w.split, cfg.thresholds, scales=w.scales)
+    pv = pv_cycles(w.v, w.grid, w.split, cfg, P=P)
+    r = run_model(w.q, w.k, w.grid, w.split, cfg)
+    ref = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r, pv=pv)
     assert e["kaleido_pj"] == pytest.approx(ref["kaleido_pj"]) and e["savings"] == pytest.approx(ref["savings"])
+    with pytest.raises(ValueError, match="pv_pairs needs P"):
+        attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r)
     out = capsys.readouterr().out
     assert "energy: Kaleido" in out and "energy qk" in out and "by kind" in out
 
@@ -216,3 +228,21 @@ def test_padding_is_counted():
     got = qk_activity(w.q, w.k, w.grid, w.split, SMALL, r)["mul_4x8"]
     assert got > r.ops["hw"]
     assert np.issubdtype(type(got), np.integer) or isinstance(got, int)
+
+
+def test_small_arrays_events():
+    """On the default's 16 1x1 arrays the Q K^T events are the blocks': a
+    tile per accumulator and block, the beats and slots of ``run_model``'s
+    blocks, no multiplies of padding (so no more than one 4x4 array's), and
+    the operand bytes of the 4x4 passes (the engine reads each pass once and
+    splits it), equal to one array's."""
+    from kaleido.energy import qk_activity
+
+    w = synthetic_video("hunyuan", (2, 3, 5), "fast", 2)  # 15 units a side: 4x4 passes pad
+    small, one = KaleidoConfig(split=w.split), KaleidoConfig.one_array(split=w.split)
+    rs, ro = (run_model(w.q, w.k, w.grid, w.split, c) for c in (small, one))
+    s, o = qk_activity(w.q, w.k, w.grid, w.split, small, rs), qk_activity(w.q, w.k, w.grid, w.split, one, ro)
+    assert s["tiles"] == 4 * rs.passes and s["pass_words"] == rs.passes
+    assert s["beats"] == sum(p["beats"] for p in rs.phases.values()) == rs.beats - rs.passes
+    assert s["operand_bytes"] == o["operand_bytes"]
+    assert s["mul_4x8"] < o["mul_4x8"] and s["acc_adds"] < o["acc_adds"]

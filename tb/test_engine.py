@@ -35,12 +35,12 @@ from kaleido.tb.runner import SIMULATORS, run_cocotb
 #: Verilator only; e1 runs the same RTL on Icarus, e2's paper design and holds
 #: also run in the Amaranth simulator (test_engine_amaranth, test_engine_holds_amaranth)
 ENGINES = [
-    ("e1", KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4), SIMULATORS),
+    ("e1", KaleidoConfig.one_array(split=(4, 7, 5), batch=4), (2, 4, 4), SIMULATORS),
     ("e2", KaleidoConfig.paper(split=(3, 6, 5), batch=4, P=4, s_banks=2), (3, 3, 5), ("verilator",)),
-    ("e3", KaleidoConfig(split=(2, 3, 3), batch=4), (4, 8, 8), ("verilator",)),
-    ("e4", KaleidoConfig.preset("hunyuan", batch=16), (2, 4, 4), ("verilator",)),
-    ("e6", KaleidoConfig(split=(3, 6, 5), batch=4, sub_arrays=(1, 1), s_banks=4), (3, 3, 5), ("verilator",)),
-    ("e7", KaleidoConfig(split=(2, 3, 3), batch=4, sub_arrays=(2, 2)), (2, 2, 4), ("icarus",)),
+    ("e3", KaleidoConfig.one_array(split=(2, 3, 3), batch=4), (4, 8, 8), ("verilator",)),
+    ("e4", KaleidoConfig.preset("hunyuan", "one_array", batch=16), (2, 4, 4), ("verilator",)),
+    ("e6", KaleidoConfig.one_array(split=(3, 6, 5), batch=4, sub_arrays=(1, 1), s_banks=4), (3, 3, 5), ("verilator",)),
+    ("e7", KaleidoConfig.one_array(split=(2, 3, 3), batch=4, sub_arrays=(2, 2)), (2, 2, 4), ("icarus",)),
 ]
 #: e3 is `slow` (`make rtl SIM=verilator` runs it, `make test` does not): its
 #: Verilator build and 256-token head took 100 s of CI, and the core never
@@ -101,7 +101,7 @@ def test_engine_cocotb(sim, name, cfg, grid, seed):
 def test_engine_amaranth(kind, grid, split, batch, acc, ins, outs, seed):
     """The same checks in the Amaranth simulator (small heads: it runs at
     a few hundred cycles per second on this design)."""
-    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, F=5, P=3)
+    cfg = KaleidoConfig.one_array(split=split, batch=batch, accumulators=acc, F=5, P=3)
     w = make_workload(kind, grid, split, seed)
     S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed)
     ref = reuse_scores(w.q, w.k, grid, split, cfg.F, cfg.P)
@@ -121,7 +121,7 @@ def test_engine_runtime_thresholds_amaranth(acc, ins, seed):
     from kaleido.tb.engine_io import random_thresholds
 
     grid, split = (2, 2, 4), (3, 5, 4)
-    cfg = KaleidoConfig(split=split, batch=4, accumulators=acc)
+    cfg = KaleidoConfig.one_array(split=split, batch=4, accumulators=acc)
     rng = np.random.default_rng(seed)
     thresholds = random_thresholds(rng)
     while len(set(thresholds)) < 2:  # groups that differ
@@ -150,7 +150,7 @@ def test_engine_holds_amaranth(kind, grid, split, batch, banks, depth, ins, outs
     dispatcher. ``S`` stays exact and ``cycles`` equals ``engine_cycles``
     (its event simulation), which differs from what a buffer that never
     holds would take (a model ignoring the holds fails here)."""
-    cfg = KaleidoConfig(split=split, batch=batch, s_banks=banks, s_fifo_depth=depth)
+    cfg = KaleidoConfig.one_array(split=split, batch=batch, s_banks=banks, s_fifo_depth=depth)
     w = make_workload(kind, grid, split, seed)
     stats: dict = {}
     S, compute, total = simulate_engine(cfg, grid, w.q, w.k, in_stall=ins, out_stall=outs, seed=seed, stats=stats)
@@ -183,7 +183,7 @@ def test_engine_small_arrays_amaranth(kind, grid, split, shape, banks, seed):
     stays :func:`~kaleido.golden.grouped.grouped_scores` bit for bit, and
     the compute and held cycles equal ``engine_cycles``' (the queue's
     :func:`kaleido.model.queue_ticks`)."""
-    cfg = KaleidoConfig(split=split, batch=4, sub_arrays=shape, s_banks=banks)
+    cfg = KaleidoConfig.one_array(split=split, batch=4, sub_arrays=shape, s_banks=banks)
     w = make_workload(kind, grid, split, seed)
     stats: dict = {}
     S, compute, total = simulate_engine(cfg, grid, w.q, w.k, seed=seed, stats=stats)
@@ -214,17 +214,6 @@ def testqueue_ticks_by_hand():
     assert takes.tolist() == [0, 2, 5] and length == 8
 
 
-def test_run_model_refuses_small_arrays():
-    """``run_model`` models one array of the pass's shape: given small
-    arrays it says so (and where they are modelled) instead of answering
-    for the wrong hardware."""
-    from kaleido.model import run_model
-
-    w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
-    with pytest.raises(ValueError, match=r"not sub_arrays \(2, 2\): engine_cycles"):
-        run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(split=(4, 7, 5), batch=4, sub_arrays=(2, 2)))
-
-
 def test_engine_model_methods(seed):
     """The model's two methods agree: Lindley's check (no hold) and the
     event simulation, on heads with and without holds; the per-pass beats
@@ -239,7 +228,7 @@ def test_engine_model_methods(seed):
         if grid[0] * grid[1] * grid[2] < 2:
             continue
         banks = int(rng.choice([1, 2, 4, 16]))
-        cfg = KaleidoConfig(split=split, batch=int(rng.integers(1, 5)), s_banks=banks)
+        cfg = KaleidoConfig.one_array(split=split, batch=int(rng.integers(1, 5)), s_banks=banks)
         w = make_workload(str(rng.choice(["video", "random", "constant"])), grid, split, seed + h)
         auto = engine_cycles(w.q, w.k, grid, split, cfg)
         events = engine_cycles(w.q, w.k, grid, split, cfg, method="events")
@@ -252,7 +241,7 @@ def test_engine_model_methods(seed):
         engine_cycles(w.q, w.k, w.grid, w.split, cfg, method="x")  # the last head measured: a skipped one changed grid
     big = make_workload("constant", (2, 64, 64), (1, 1, 1), seed)
     with pytest.raises(ValueError, match=r"8192 tokens: 67,108,864 entries per batch\); it takes at most 4096"):
-        engine_cycles(big.q, big.k, big.grid, big.split, KaleidoConfig(split=(1, 1, 1)))
+        engine_cycles(big.q, big.k, big.grid, big.split, KaleidoConfig.one_array(split=(1, 1, 1)))
 
 
 def test_engine_model_one_hold():
@@ -300,7 +289,7 @@ def test_engine_model_pipeline():
     from kaleido.model import array_drain, scheduler_cycles
 
     w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
-    cfg = KaleidoConfig(split=(4, 7, 5), batch=4)
+    cfg = KaleidoConfig.one_array(split=(4, 7, 5), batch=4)
     t = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
     W = scheduler_cycles(w.q, w.k, w.grid, w.split, cfg)
     assert t.total == t.load + t.compute + t.output
@@ -315,18 +304,18 @@ def test_engine_model_pipeline():
     assert t.compute < t.passes + t.schedule  # the stages overlap
     # a head with one unit per group is scheduler-bound: the passes wait
     w1 = make_workload("random", (1, 2, 2), (1, 1, 1), 0)
-    t1 = engine_cycles(w1.q, w1.k, w1.grid, w1.split, KaleidoConfig(split=(1, 1, 1), batch=1))
+    t1 = engine_cycles(w1.q, w1.k, w1.grid, w1.split, KaleidoConfig.one_array(split=(1, 1, 1), batch=1))
     assert t1.stall > t1.passes
 
 
 @pytest.mark.parametrize(
     "grid, cfg, match",
     [
-        ((0, 4, 4), KaleidoConfig(), r"at least 1, not \(0, 4, 4\)"),
-        ((2, 4), KaleidoConfig(), r"three integers"),
-        ((8, 16, 16), KaleidoConfig(), r"2048 tokens; the engine elaborates at most 1024"),
-        ((1, 1, 1), KaleidoConfig(), r"holds 1 token"),
-        ((2, 4, 4), KaleidoConfig(array_rows=8), r"4x4 array .* not 8x4"),
+        ((0, 4, 4), KaleidoConfig.one_array(), r"at least 1, not \(0, 4, 4\)"),
+        ((2, 4), KaleidoConfig.one_array(), r"three integers"),
+        ((8, 16, 16), KaleidoConfig.one_array(), r"2048 tokens; the engine elaborates at most 1024"),
+        ((1, 1, 1), KaleidoConfig.one_array(), r"holds 1 token"),
+        ((2, 4, 4), KaleidoConfig.one_array(array_rows=8), r"4x4 array .* not 8x4"),
     ],
 )
 def test_engine_rejects_bad_geometry(grid, cfg, match):
@@ -337,7 +326,7 @@ def test_engine_rejects_bad_geometry(grid, cfg, match):
 
 
 def test_engine_rejects_bad_input_before_simulation():
-    cfg = KaleidoConfig(split=(4, 7, 5), batch=4)
+    cfg = KaleidoConfig.one_array(split=(4, 7, 5), batch=4)
     w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
     with pytest.raises(ValueError, match=r"grid \(4, 2, 4\) is not the engine's grid \(2, 4, 4\)"):
         check_engine_input(w.q, w.k, (4, 2, 4), (4, 7, 5), cfg, (2, 4, 4))
@@ -359,7 +348,7 @@ def test_icarus_time0_fix(tmp_path):
     from kaleido.hdl.emit import emit
     from kaleido.tb.runner import icarus_time0_fix
 
-    path = emit("detector", KaleidoConfig(batch=2), str(tmp_path))
+    path = emit("detector", KaleidoConfig.one_array(batch=2), str(tmp_path))
     before = open(path).read()
     assert "dump_module" in before and "initial #0" not in before
     fixed = icarus_time0_fix(path)
@@ -400,7 +389,7 @@ def test_engine_two_heads_one_instance(seed):
     from kaleido.tb.engine_io import decode_scores, engine_words
     from kaleido.tb.kit import simulate
 
-    cfg, grid, split = KaleidoConfig(split=(2, 3, 3), batch=4), (2, 2, 4), (2, 3, 3)
+    cfg, grid, split = KaleidoConfig.one_array(split=(2, 3, 3), batch=4), (2, 2, 4), (2, 3, 3)
     heads = [make_workload("video", grid, split, seed), make_workload("random", grid, split, seed + 1)]
     dut = KaleidoEngine(cfg, grid)
 
@@ -440,7 +429,7 @@ def test_two_s_sets_overlap_the_unload(variant, s_sets, seed):
     from kaleido.tb.kit import StreamSink, StreamSource, run, simulate
 
     # 32 tokens: the first head's unload (1,024 scores) outlasts the second's load and compute
-    cfg, grid, split = KaleidoConfig(split=(2, 3, 3), batch=4), (2, 4, 4), (2, 3, 3)
+    cfg, grid, split = KaleidoConfig.one_array(split=(2, 3, 3), batch=4), (2, 4, 4), (2, 3, 3)
     n = grid[0] * grid[1] * grid[2]
     heads = [make_workload("video", grid, split, seed), make_workload("constant", grid, split, seed + 1)]
     if variant == "dense":

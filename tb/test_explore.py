@@ -59,7 +59,7 @@ def head():
     ],
 )
 def test_qk_timing_equals_run_model(head, overrides, variant, order, arrays, gap):
-    cfg = KaleidoConfig(split=head.split, **overrides)
+    cfg = KaleidoConfig.one_array(split=head.split, **overrides)
     r = run_model(head.q, head.k, head.grid, head.split, cfg, variant=variant, arrays=arrays, pass_gap=gap)
     e = qk_timing(head.q, head.k, head.grid, head.split, cfg, order=order, arrays=arrays, pass_gap=gap)
     assert (e.cycles, e.dense_cycles, e.beats, e.ops["hw"], e.passes) == (
@@ -75,12 +75,12 @@ def test_qk_timing_equals_run_model(head, overrides, variant, order, arrays, gap
 
 def test_pv_and_softmax_equal_the_model(head):
     for F in (5, 6, 9):
-        cfg = KaleidoConfig(split=head.split, F=F, P=min(F, 4))
+        cfg = KaleidoConfig.one_array(split=head.split, F=F, P=min(F, 4))
         pv = pv_cycles(head.v, head.grid, head.split, cfg)
         mine = pv_timing(head.v, head.grid, head.split, cfg)
         assert (mine["cycles"], mine["dense_cycles"]) == (pv.cycles, pv.dense_cycles)
         assert pv_timing(head.v, head.grid, head.split, cfg, (F, F, F))["cycles"] == pv.cycles
-    cfg = KaleidoConfig(split=head.split)
+    cfg = KaleidoConfig.one_array(split=head.split)
     st = attention_stages(run_model(head.q, head.k, head.grid, head.split, cfg), head.v, head.grid, head.split, cfg)
     assert softmax_stage_cycles(head.n, head.d) == st["stages"]["softmax"]["cycles"]
 
@@ -108,14 +108,14 @@ def test_small_p_pairing_counts_the_golden_beats():
     shape = (head.n, head.n)
     P = np.where(rng.random(shape) < 0.6, rng.integers(0, 12, shape), rng.integers(0, 128, shape))
     for F in (5, 9):
-        cfg = KaleidoConfig(split=head.split, F=F, P=min(F, 4))
+        cfg = KaleidoConfig.one_array(split=head.split, F=F, P=min(F, 4))
         got = pv_timing(head.v, head.grid, head.split, cfg, p=P, small_p=16)
         assert got["beats"] == _small_p_reference(P, head.v, head.grid, head.split, cfg), f"seed {seed} F {F}"
         plain = pv_timing(head.v, head.grid, head.split, cfg)
         assert got["beats"] < plain["beats"], f"seed {seed} F {F}: pairing saved nothing"
         low = pv_timing(head.v, head.grid, head.split, cfg, p=P, small_p=8)
         assert got["beats"] <= low["beats"] <= plain["beats"], f"seed {seed} F {F}"
-        off = KaleidoConfig(split=head.split, F=9, P=4)
+        off = KaleidoConfig.one_array(split=head.split, F=9, P=4)
         dense = pv_timing(head.v, head.grid, head.split, off, p=P, small_p=16)
         assert got["dense_small_cycles"] == dense["cycles"], f"seed {seed} F {F}"
         none_small = pv_timing(head.v, head.grid, head.split, cfg, p=np.full_like(P, 127), small_p=16)
@@ -123,7 +123,7 @@ def test_small_p_pairing_counts_the_golden_beats():
 
 
 def test_small_p_pairing_rejects_bad_input(head):
-    cfg = KaleidoConfig(split=head.split)
+    cfg = KaleidoConfig.one_array(split=head.split)
     P = np.zeros((head.n, head.n), np.int64)
     with pytest.raises(ValueError, match="needs p"):
         pv_timing(head.v, head.grid, head.split, cfg, small_p=16)

@@ -96,7 +96,7 @@ def test_deal_passes_rejects_bad_policy():
 def test_queue_balances_the_arrays(head):
     """The shared pass queue leaves no array more than one pass behind the
     others; round-robin on the same passes is never more balanced."""
-    cfg = KaleidoConfig(split=head.split, array_rows=2, array_cols=2, accumulators=4)
+    cfg = KaleidoConfig.one_array(split=head.split, array_rows=2, array_cols=2, accumulators=4)
     passes = qk_passes(head.q, head.k, head.grid, head.split, cfg, cfg.thresholds)
     longest = max(int(b.max()) for b in passes[0])
     t = {
@@ -113,7 +113,7 @@ def test_queue_balances_the_arrays(head):
 def test_sub_array_is_the_blocks_in_step(head):
     """A 4x4 pass split over 2x2 arrays in step lasts, phase by phase, as
     long as its slowest 2x2 block run alone as a 2x2 array's pass."""
-    cfg = KaleidoConfig(split=head.split, accumulators=4)
+    cfg = KaleidoConfig.one_array(split=head.split, accumulators=4)
     small = dataclasses.replace(cfg, array_rows=2, array_cols=2)
     fp = cfg.thresholds
     qcls = grouped_follower_classes(head.q, head.grid, head.split, fp)
@@ -146,7 +146,7 @@ def _phase_slots(tq, tk, cfg, phase):
 
 def test_sub_array_extremes(head):
     """Split (4, 4) is the built array, split (1, 1) is per-PE issue."""
-    cfg = KaleidoConfig(split=head.split, accumulators=4)
+    cfg = KaleidoConfig.one_array(split=head.split, accumulators=4)
     base = qk_timing(head.q, head.k, head.grid, head.split, cfg)
     whole = qk_timing(head.q, head.k, head.grid, head.split, cfg, sub_array=(4, 4))
     assert (whole.cycles, whole.beats) == (base.cycles, base.beats)
@@ -166,7 +166,7 @@ def test_sub_array_extremes(head):
     [(4, 4, 1, "round-robin", None), (2, 2, 4, "queue", None), (1, 1, 16, "rows", None), (4, 4, 1, "queue", (2, 4))],
 )
 def test_cycle_budget_adds_up(head, rows, cols, arrays, dispatch, sub):
-    cfg = KaleidoConfig(split=head.split, accumulators=4, array_rows=rows, array_cols=cols)
+    cfg = KaleidoConfig.one_array(split=head.split, accumulators=4, array_rows=rows, array_cols=cols)
     t = qk_timing(head.q, head.k, head.grid, head.split, cfg, arrays=arrays, dispatch=dispatch, sub_array=sub)
     b = qk_cycle_budget(t)
     assert b["work"] + b["issue"] + b["imbalance"] + b["drain"] == pytest.approx(t.cycles, abs=1e-6)

@@ -47,7 +47,7 @@ def test_tiled_attention_per_group_thresholds(grid, tile, motion, v_full, seed):
     from kaleido.golden.softmax import fixed_attention, fixed_softmax
 
     w = synthetic_video("hunyuan", grid, motion, seed % 1000)
-    th = KaleidoConfig().thresholds
+    th = KaleidoConfig.one_array().thresholds
     out, _ = core_attention(
         w.q, w.k, w.v, w.grid, w.split, scales=w.scales, core=CoreConfig(tile=tile), thresholds=th, v_full=v_full
     )
@@ -103,7 +103,7 @@ def test_buffers_are_bounded_by_the_tile():
         assert st2.bytes_read == n_tiles * (core.tile_tokens + 2 * w.n) * w.d + 3 * w.n * w.n
         assert st2.bytes_written == 2 * w.n * w.d + 3 * w.n * w.n
     assert peaks == {(core.tile_tokens**2, core.tile_tokens * 128)}
-    buf = core.buffers(KaleidoConfig())
+    buf = core.buffers(KaleidoConfig.one_array())
     assert buf["s_tile"]["words"] == core.s_buffers * core.tile_tokens**2 and buf["s_tile"]["banks"] == 16
     assert buf["k_tiles"]["bits"] == 2 * core.tile_tokens * 128 * 8
     assert buf["o_acc"]["width"] == 30  # 32768 * 127 * 128 < 2^29, plus a sign

@@ -163,7 +163,7 @@ def test_match_lookahead_window():
 )
 def test_scores_by_passes_equals_reuse_scores(head, acc, matcher, scheduler, batch, FP):
     Q, K, grid, split = head
-    cfg = KaleidoConfig(split=split, batch=batch, accumulators=acc, F=FP[0], P=FP[1])
+    cfg = KaleidoConfig.one_array(split=split, batch=batch, accumulators=acc, F=FP[0], P=FP[1])
     S, stats = scores_by_passes(Q, K, grid, split, cfg, matcher=matcher, scheduler=scheduler)
     assert (S == reuse_scores(Q, K, grid, split, *FP)).all()
     assert stats["passes"] > 0

@@ -49,7 +49,7 @@ def test_array_walk_is_x_eff_w(rule, seed):
     grid = (3, 4, 5)
     X, _, _ = video_activations(grid, "fast", seed % 1000, d_model=20)
     W, _, _ = linear_weights(20, 7, seed % 1000)
-    cfg = KaleidoConfig(batch=8)
+    cfg = KaleidoConfig.one_array(batch=8)
     Y = np.zeros((X.shape[0], 7), dtype=np.int64)
     for ps in linear_passes(X, W, grid, cfg, rule, scheduler=True):
         accumulate_tiles(Y, ps.tiles(cfg.accumulators, cfg.acc_width), ps.rows, ps.cols)
@@ -97,7 +97,7 @@ def test_model_beats_are_the_passes(variant, seed):
     grid = (2, 4, 6)
     X, _, _ = video_activations(grid, "slow", seed % 1000, d_model=24)
     W, _, _ = linear_weights(24, 10, 0)
-    cfg = KaleidoConfig(batch=8)
+    cfg = KaleidoConfig.one_array(batch=8)
     model = linear_cycles(X, 10, grid, cfg, variant=variant)
     beats = 0
     for ps in linear_passes(X, W, grid, cfg, scheduler=variant == "full"):
@@ -117,7 +117,7 @@ def test_model_beats_are_the_passes(variant, seed):
 def test_model_equals_rtl_cycles(motion, seed):
     """``DispatchedArray`` running a layer: drains exact and its cycles the
     model's with ``pass_gap=1``."""
-    cfg = KaleidoConfig(batch=4)
+    cfg = KaleidoConfig.one_array(batch=4)
     X, W = linear_layer(motion, seed % 1000)
     words, beats = linear_pass_words(cfg, X, W, (2, 3, 4))
     res = simulate(DispatchedArray(cfg), functools.partial(dispatched_bench, config=cfg, words=words))

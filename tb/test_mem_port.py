@@ -117,7 +117,7 @@ def test_loads_on_verilog(sim, name):
     res = run_cocotb(
         sim,
         LOADER_BENCH,
-        KaleidoConfig(),
+        KaleidoConfig.one_array(),
         "kaleido.tb.cocotb_mem_port",
         tag=f"_{name}_seed{SEED}",
         extra_env={"KALEIDO_LOADS": json.dumps({"commands": commands, "words": WORDS})},

@@ -36,7 +36,7 @@ def _loop_beats(Q, K, grid, split, cfg, variant):
 )
 def test_model_equals_loop_nest(head, variant, acc, batch, rows, cols, lookahead):
     Q, K, grid, split = head
-    cfg = KaleidoConfig(
+    cfg = KaleidoConfig.one_array(
         split=split, batch=batch, accumulators=acc, array_rows=rows, array_cols=cols, lookahead=max(1, lookahead)
     )
     per_phase, passes = _loop_beats(Q, K, grid, split, cfg, variant)
@@ -48,7 +48,7 @@ def test_model_equals_loop_nest(head, variant, acc, batch, rows, cols, lookahead
 
 def test_arrays_round_robin():
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed=0)
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     one = run_model(w.q, w.k, w.grid, w.split, cfg, arrays=1)
     two = run_model(w.q, w.k, w.grid, w.split, cfg, arrays=2)
     assert two.beats == one.beats
@@ -71,7 +71,7 @@ def test_bounds():
 
 def test_pass_gap():
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed=0)
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     a = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m")
     b = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", pass_gap=1)
     assert b.cycles == a.cycles + a.passes + 1
@@ -93,7 +93,7 @@ def test_tile_traffic_counts_every_score_once_per_batch():
     from kaleido.bench.tiles import tile_traffic
 
     w = synthetic_video("hunyuan", (2, 3, 5), "fast", seed=2)
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     t = tile_traffic(w, cfg)
     assert t["tiles"] == w.n * w.n * len(cfg.batches)  # each (i, j) once per batch
     assert sum(t["histogram"][1:]) <= t["beats"] + 8 and t["max_per_cycle"] <= 16
@@ -109,10 +109,84 @@ def test_core_model_bench_times_both_cores(tmp_path):
 
     out = bench_core_model(["--grid", "2,4,16", "--out", str(tmp_path / "core_model.json")])
     w = synthetic_video("hunyuan", (2, 4, 16), "slow", 1)
-    cfg = KaleidoConfig(split=PRESETS["hunyuan"]["split"])
-    assert out["tile_pairs"] == 4
-    assert out["kaleido"]["cycles"] == core_cycles(w.q, w.k, w.v, (2, 4, 16), cfg, CoreConfig())
-    assert out["dense"]["cycles"] == core_cycles(w.q, w.k, w.v, (2, 4, 16), cfg, CoreConfig(), variant="dense")
+    cfg = KaleidoConfig(split=PRESETS["hunyuan"]["split"])  # the default design: small arrays, small-P pairing
+    assert out["tile_pairs"] == 4 and out["design"] == "default"
+    kaleido = core_cycles(w.q, w.k, w.v, (2, 4, 16), cfg, CoreConfig(), scales=w.scales)
+    assert out["kaleido"]["cycles"] == kaleido
+    assert kaleido != core_cycles(w.q, w.k, w.v, (2, 4, 16), KaleidoConfig.one_array(split=cfg.split), CoreConfig())
+    dense = core_cycles(w.q, w.k, w.v, (2, 4, 16), cfg, CoreConfig(), variant="dense", scales=w.scales)
+    assert out["dense"]["cycles"] == dense
     for bad in ("2,x,16", "4,16"):
         with pytest.raises(SystemExit, match=f"--grid '{bad}'"):
             bench_core_model(["--grid", bad, "--out", str(tmp_path / "bad.json")])
+
+
+def _queue_cycles(Q, K, grid, split, cfg, matcher):
+    """The default design's small arrays the plain way: every (row unit,
+    column unit) pass of the golden loop nest on the 1x1 array (no
+    scheduler), laid out as the blocks of each 4x4 pass in order, dealt one
+    a cycle to the lowest-index free array, which idles one beat after
+    each block; the batches back to back. Returns (cycles, beats, blocks)."""
+    from kaleido.model import array_drain
+
+    sub = cfg.sub_config()
+    R, C = cfg.array_rows, cfg.array_cols
+    beats = {}
+    for ps in iter_passes(Q, K, grid, split, sub, matcher=matcher):
+        beats.setdefault(id(ps.batch), []).append(sum(max(1, len(ps.slots[p])) for p in Phase))
+    free, t, end, total, blocks = [0] * cfg.n_arrays, 0, 0, 0, 0
+    for b in beats:  # in loop-nest order
+        n = int(np.sqrt(len(beats[b])))
+        grid_beats = np.array(beats[b]).reshape(n, n)
+        for g in range(-(-n // R)):
+            for h in range(-(-n // C)):
+                for k in range(R * C):
+                    i, j = g * R + k // C, h * C + k % C
+                    t += 1
+                    if i < n and j < n:
+                        t = max(t, min(free))
+                        a = next(x for x in range(len(free)) if free[x] <= t)
+                        free[a] = t + int(grid_beats[i, j]) + 1
+                        end = max(end, t + 1 + int(grid_beats[i, j]))
+                        total += int(grid_beats[i, j]) + 1
+                        blocks += 1
+    return end + array_drain(sub), total, blocks
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("variant", ["pe", "pe-m"])
+def test_small_arrays_equal_the_plain_queue(seed, variant, monkeypatch):
+    """The default design (``sub_arrays=(1, 1)``): ``run_model``'s cycles,
+    beats and blocks equal the golden loop nest's passes on a 1x1 array
+    put through the shared queue the plain way (:func:`_queue_cycles`),
+    on heads whose unit counts leave absent blocks, also laid out in
+    pieces; the dense cycles and ops are one 4x4 array's."""
+    rng = np.random.default_rng(seed)
+    grid = tuple(int(x) for x in rng.integers(2, 5, size=3))
+    w = synthetic_video("hunyuan", grid, "slow", seed)
+    cfg = KaleidoConfig(split=w.split, batch=8)
+    r = run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant)
+    cycles, beats, blocks = _queue_cycles(w.q, w.k, w.grid, w.split, cfg, VARIANTS[variant][1])
+    assert (r.cycles, r.beats, r.passes, r.arrays) == (cycles, beats, blocks, 16), f"seed {seed} grid {grid}"
+    assert r.speedup == r.dense_cycles / r.cycles
+    monkeypatch.setattr("kaleido.model.BLOCK_CHUNK", 24)  # a batch's blocks in several pieces: the same
+    assert run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant).as_dict() == r.as_dict()
+    one = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig.one_array(split=w.split, batch=8), variant=variant)
+    assert r.dense_cycles == one.dense_cycles and r.ops == one.ops
+
+
+def test_small_arrays_arguments():
+    """Small arrays are one queue: ``pass_gap`` defaults to 1 there (0 on
+    one array), and another ``arrays`` or ``pass_gap`` is refused by name."""
+    w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
+    cfg = KaleidoConfig(split=w.split)
+    assert (
+        run_model(w.q, w.k, w.grid, w.split, cfg).cycles == run_model(w.q, w.k, w.grid, w.split, cfg, pass_gap=1).cycles
+    )
+    for kw, bad in (({"pass_gap": 0}, "not 1 and 0"), ({"arrays": 2}, "not 2 and 1")):
+        with pytest.raises(ValueError, match=f"arrays must be 1 and pass_gap 1, {bad}"):
+            run_model(w.q, w.k, w.grid, w.split, cfg, **kw)
+    one = KaleidoConfig.one_array(split=w.split)
+    assert (
+        run_model(w.q, w.k, w.grid, w.split, one).cycles < run_model(w.q, w.k, w.grid, w.split, one, pass_gap=1).cycles
+    )

@@ -44,7 +44,7 @@ def _random_head(rng):
 def test_fast_walk_equals_reference(seed, case):
     rng = np.random.default_rng([seed, case])
     Q, K, grid, split = _random_head(rng)
-    cfg = KaleidoConfig(
+    cfg = KaleidoConfig.one_array(
         split=split,
         F=int(rng.integers(3, 7)),
         P=2,
@@ -64,7 +64,9 @@ def test_fast_walk_equals_reference_on_video():
     w = synthetic_video("hunyuan", (4, 8, 8), "fast", seed=3)
     for variant, arrays in itertools.product(VARIANTS, (1, 3)):
         fast, ref = _both(
-            functools.partial(run_model, w.q, w.k, w.grid, w.split, KaleidoConfig(), variant=variant, arrays=arrays),
+            functools.partial(
+                run_model, w.q, w.k, w.grid, w.split, KaleidoConfig.one_array(), variant=variant, arrays=arrays
+            ),
         )
         assert fast == ref, (variant, arrays)
 
@@ -72,7 +74,7 @@ def test_fast_walk_equals_reference_on_video():
 def test_fast_walk_equals_reference_on_linear(seed):
     rng = np.random.default_rng(seed)
     X = rng.integers(-3, 4, (64, 24)).astype(np.int8)
-    fast, ref = _both(lambda: linear_cycles(X, 12, (4, 4, 4), KaleidoConfig(batch=8), arrays=2, pass_gap=1))
+    fast, ref = _both(lambda: linear_cycles(X, 12, (4, 4, 4), KaleidoConfig.one_array(batch=8), arrays=2, pass_gap=1))
     assert fast == ref
 
 

@@ -12,7 +12,7 @@ from kaleido.tb.benches import stream_bench
 from kaleido.tb.kit import simulate
 from kaleido.tb.o_accumulator_cases import o_accumulator_words, random_pv_tile
 
-CFG = KaleidoConfig()
+CFG = KaleidoConfig.one_array()
 
 
 def _run(shapes, lanes, capacity, channels, seed, stalls=("none", "none")):

@@ -78,9 +78,9 @@ def offered(p, cfg, n):
 
 
 CASES = [
-    ("e1", KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4)),
-    ("e2", KaleidoConfig(split=(3, 6, 5), batch=4, P=4), (3, 3, 5)),
-    ("hunyuan", KaleidoConfig.preset("hunyuan", batch=16), (2, 4, 4)),
+    ("e1", KaleidoConfig.one_array(split=(4, 7, 5), batch=4), (2, 4, 4)),
+    ("e2", KaleidoConfig.one_array(split=(3, 6, 5), batch=4, P=4), (3, 3, 5)),
+    ("hunyuan", KaleidoConfig.preset("hunyuan", "one_array", batch=16), (2, 4, 4)),
 ]
 
 
@@ -159,6 +159,6 @@ def test_pass_former(name, cfg, grid, stall, seed):
 
 def test_pass_former_rejects_bad_parameters():
     with pytest.raises(ValueError, match=r"4x4 array, not 4x8"):
-        PassFormer(KaleidoConfig(array_cols=8), (2, 4, 4))
+        PassFormer(KaleidoConfig.one_array(array_cols=8), (2, 4, 4))
     with pytest.raises(TypeError, match=r"grid must be three integers"):
-        PassFormer(KaleidoConfig(), (2, 4))
+        PassFormer(KaleidoConfig.one_array(), (2, 4))

@@ -14,7 +14,7 @@ from kaleido.tb.driver import pe_beat
 
 @pytest.mark.parametrize("accumulators", [3, 4])
 def test_every_tag_combination(accumulators, seed):
-    cfg = KaleidoConfig(accumulators=accumulators)
+    cfg = KaleidoConfig.one_array(accumulators=accumulators)
     rng = np.random.default_rng(seed)
     beats = []
     for phase, kind, q0, q1, k0, k1 in itertools.product(range(4), range(2), *[range(4)] * 4):
@@ -39,4 +39,4 @@ def test_products_sampled(seed):
         tuple(int(x) for x in rng.integers(-128, 128, 2)) for _ in range(500)
     ]
     beats = [pe_beat(1, 0, 0, 1, a, a, 0, 0, b, 0, 0) for a, b in pairs]
-    assert [v for _, v in simulate_pe(KaleidoConfig(), beats)] == [a * b for a, b in pairs]
+    assert [v for _, v in simulate_pe(KaleidoConfig.one_array(), beats)] == [a * b for a, b in pairs]

@@ -21,7 +21,7 @@ from kaleido.tb.driver import expected_drains
 from kaleido.tb.kit import simulate
 from kaleido.tb.pv_cases import pv_head, pv_words
 
-SMALL = KaleidoConfig(batch=4, split=(5, 3, 4))
+SMALL = KaleidoConfig.one_array(batch=4, split=(5, 3, 4))
 GRIDS = [(2, 3, 4), (1, 5, 3), (3, 2, 2)]
 
 
@@ -77,7 +77,7 @@ def test_array_dataflow_is_the_rule(grid, kind, seed):
 def test_v_rule_per_class():
     """Every follower class, one channel: FULL pre-adds on the anchor's V,
     PARTIAL and NONE keep the follower's own V (one beat vs two)."""
-    cfg = KaleidoConfig(batch=4, split=(1, 1, 1), F=5, P=3)
+    cfg = KaleidoConfig.one_array(batch=4, split=(1, 1, 1), F=5, P=3)
     grid = (2, 2, 2)
     for va, vf in itertools.product((-128, -37, 0, 5, 100, 127), repeat=2):
         V = np.zeros((8, 3), np.int8)
@@ -104,7 +104,11 @@ def test_a_wrong_rule_is_caught(seed):
 
 @pytest.mark.parametrize(
     "cfg",
-    [SMALL, KaleidoConfig(batch=8, split=(4, 4, 4)), KaleidoConfig(batch=4, split=(3, 2, 7), F=3, P=1)],
+    [
+        SMALL,
+        KaleidoConfig.one_array(batch=8, split=(4, 4, 4)),
+        KaleidoConfig.one_array(batch=4, split=(3, 2, 7), F=3, P=1),
+    ],
     ids=["b4", "b8", "F3"],
 )
 @pytest.mark.parametrize("kind", ["video", "random"])
@@ -120,7 +124,10 @@ def test_model_equals_rtl_cycles(cfg, kind, seed):
     assert timing.dense_beats == len(range(0, 24, 4)) * sum(-(-s // 4) for s in cfg.split) * 24
 
 
-PAIRS = [KaleidoConfig(batch=4, split=(5, 3, 4), pv_pairs=True), KaleidoConfig(batch=8, split=(4, 4, 4), pv_pairs=True)]
+PAIRS = [
+    KaleidoConfig.one_array(batch=4, split=(5, 3, 4), pv_pairs=True),
+    KaleidoConfig.one_array(batch=8, split=(4, 4, 4), pv_pairs=True),
+]
 
 
 @pytest.mark.parametrize("cfg", PAIRS, ids=["b4", "b8"])
@@ -186,4 +193,4 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="P must lie in 0..127"):
         pv_cycles(V, (2, 3, 4), SMALL.split, pairs, P=np.full((24, 24), 200))
     with pytest.raises(TypeError, match="pv_pairs must be True or False, not 1"):
-        KaleidoConfig(pv_pairs=1)
+        KaleidoConfig.one_array(pv_pairs=1)

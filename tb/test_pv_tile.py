@@ -18,9 +18,9 @@ from kaleido.tb.pv_tile_cases import pv_tile_words, random_key_tile
 
 TILE = (2, 2, 4)
 CONFIGS = {
-    "b4": KaleidoConfig(batch=4, split=(5, 3, 4)),
-    "b16": KaleidoConfig(batch=16, split=(4, 6, 2)),
-    "F3": KaleidoConfig(batch=8, split=(3, 2, 7), F=3, P=1),
+    "b4": KaleidoConfig.one_array(batch=4, split=(5, 3, 4)),
+    "b16": KaleidoConfig.one_array(batch=16, split=(4, 6, 2)),
+    "F3": KaleidoConfig.one_array(batch=8, split=(3, 2, 7), F=3, P=1),
 }
 #: query tiles of (rows, key tile shapes): full, partial and odd boxes
 WALK = [(1, [(2, 2, 4)]), (6, [(1, 2, 3), (2, 1, 4), (2, 2, 4)]), (3, [(2, 2, 1)]), (5, [(1, 1, 1), (2, 2, 3)])]
@@ -42,7 +42,7 @@ def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None
 #: key tiles whose passes outlast their fill (48 channels: 12 channel blocks,
 #: few keys), so with two buffers each fill hides behind the passes before it;
 #: batch 16 (8 units a pass): a key tile's last units may be two-beat pairs
-WIDE = KaleidoConfig(batch=16, split=(16, 16, 16))
+WIDE = KaleidoConfig.one_array(batch=16, split=(16, 16, 16))
 RUN_BOUND = [(6, [(1, 1, 2), (2, 2, 2), (2, 1, 4)]), (2, [(1, 1, 1), (2, 2, 4), (2, 2, 3), (2, 1, 1)])]
 
 
@@ -82,9 +82,9 @@ def test_one_buffer_is_the_first_stage(seed):
 
 
 PAIRS = {
-    "b4": KaleidoConfig(batch=4, split=(5, 3, 4), pv_pairs=True),
-    "b16": KaleidoConfig(batch=16, split=(4, 6, 2), pv_pairs=True),
-    "2x2": KaleidoConfig(batch=8, array_rows=2, array_cols=2, split=(2, 3, 2), pv_pairs=True),
+    "b4": KaleidoConfig.one_array(batch=4, split=(5, 3, 4), pv_pairs=True),
+    "b16": KaleidoConfig.one_array(batch=16, split=(4, 6, 2), pv_pairs=True),
+    "2x2": KaleidoConfig.one_array(batch=8, array_rows=2, array_cols=2, split=(2, 3, 2), pv_pairs=True),
 }
 
 
@@ -118,14 +118,14 @@ def test_bit_exact_and_the_model_is_the_rtl(name, source, seed):
 #: on the row it comes from, not on ``array_rows`` (issue 19); passes both
 #: shorter than the array's rows (padded) and as long or longer
 ARRAYS = {
-    "1x1": KaleidoConfig(batch=4, array_rows=1, array_cols=1, split=(2, 1, 2)),
-    "1x2": KaleidoConfig(batch=4, array_rows=1, array_cols=2, split=(3, 2, 2)),
-    "2x1": KaleidoConfig(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1)),
-    "2x2": KaleidoConfig(batch=8, array_rows=2, array_cols=2, split=(2, 3, 2)),
-    "3x1": KaleidoConfig(batch=6, array_rows=3, array_cols=1, split=(2, 2, 1)),
-    "4x2": KaleidoConfig(batch=8, array_rows=4, array_cols=2, split=(2, 3, 2)),
-    "5x1": KaleidoConfig(batch=10, array_rows=5, array_cols=1, split=(2, 2, 1)),
-    "6x2": KaleidoConfig(batch=4, array_rows=6, array_cols=2, split=(2, 2, 1)),
+    "1x1": KaleidoConfig.one_array(batch=4, array_rows=1, array_cols=1, split=(2, 1, 2)),
+    "1x2": KaleidoConfig.one_array(batch=4, array_rows=1, array_cols=2, split=(3, 2, 2)),
+    "2x1": KaleidoConfig.one_array(batch=2, array_rows=2, array_cols=1, split=(1, 1, 1)),
+    "2x2": KaleidoConfig.one_array(batch=8, array_rows=2, array_cols=2, split=(2, 3, 2)),
+    "3x1": KaleidoConfig.one_array(batch=6, array_rows=3, array_cols=1, split=(2, 2, 1)),
+    "4x2": KaleidoConfig.one_array(batch=8, array_rows=4, array_cols=2, split=(2, 3, 2)),
+    "5x1": KaleidoConfig.one_array(batch=10, array_rows=5, array_cols=1, split=(2, 2, 1)),
+    "6x2": KaleidoConfig.one_array(batch=4, array_rows=6, array_cols=2, split=(2, 2, 1)),
 }
 
 
@@ -179,7 +179,7 @@ def test_golden_is_core_attentions_acc(seed):
 def test_model_counts_padding_and_reuse():
     """A smooth V (all FULL) takes one beat a pair; passes shorter than the
     array's rows are padded."""
-    cfg = KaleidoConfig()
+    cfg = KaleidoConfig.one_array()
     V = np.zeros((64, 128), np.int8)
     beats, _ = pv_tile_beats(V, (2, 4, 8), 64, cfg)
     assert beats == 16 * 32 * 32  # 16 row blocks, 32 channel blocks, 32 pairs -> 4 passes of 8 one-beat units

@@ -19,7 +19,10 @@ from kaleido.tb.passes import make_workload
 
 @pytest.mark.parametrize(
     "cfg, grid",
-    [(KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4)), (KaleidoConfig.preset("hunyuan", batch=16), (1, 2, 3))],
+    [
+        (KaleidoConfig.one_array(split=(4, 7, 5), batch=4), (2, 4, 4)),
+        (KaleidoConfig.preset("hunyuan", "one_array", batch=16), (1, 2, 3)),
+    ],
     ids=["e1", "hunyuan"],
 )
 def test_qk_memory(cfg, grid, seed):
@@ -81,4 +84,4 @@ def test_qk_memory(cfg, grid, seed):
 )
 def test_qk_memory_rejects_bad_parameters(args, error, match):
     with pytest.raises(error, match=match):
-        QKMemory(KaleidoConfig(), *args)
+        QKMemory(KaleidoConfig.one_array(), *args)

@@ -106,7 +106,7 @@ def test_the_bound_never_beats_the_built_pairing():
     spec = WorkloadSpec(grid=(2, 4, 8), motion="fast", seed=3)
     w = spec.load()
     p = window_p(w.q, w.k, w.grid, w.split, 2, (6, 4), scales=w.scales)
-    cfg = KaleidoConfig(split=w.split, array_rows=1, array_cols=1, F=6, P=4)
+    cfg = KaleidoConfig.one_array(split=w.split, array_rows=1, array_cols=1, F=6, P=4)
     built = int(pv_pair_block_beats(w.v, p, w.grid, w.split, cfg, [6, 6, 6]).sum())
     bound = pv_half_beats(p, w.v, w.grid, w.split, 2, 6)["halves"]
     assert 2 * built >= bound

@@ -25,7 +25,11 @@ BENCHES: list[tuple[str, Any, str, dict, int]] = [
 
 
 def _config(overrides):
-    return KaleidoConfig(**overrides) if isinstance(overrides, dict) else KaleidoConfig(accumulators=overrides)
+    return (
+        KaleidoConfig.one_array(**overrides)
+        if isinstance(overrides, dict)
+        else KaleidoConfig.one_array(accumulators=overrides)
+    )
 
 
 @pytest.mark.parametrize(
@@ -49,7 +53,7 @@ def test_array_soak(sim, seed):
     result = run_cocotb(
         sim,
         "kaleido_array",
-        KaleidoConfig(),
+        KaleidoConfig.one_array(),
         "kaleido.tb.cocotb_array",
         testcase="soak",
         extra_env={"KALEIDO_SEED": str(seed), "KALEIDO_SOAK_CYCLES": cycles},

@@ -28,7 +28,7 @@ def test_fold_formula_is_scalesim_v2():
 
 def test_dense_formula_is_the_model():
     w = synthetic_video("hunyuan", (2, 4, 6), "slow", 0)
-    cfg = KaleidoConfig(split=w.split)
+    cfg = KaleidoConfig.one_array(split=w.split)
     assert ss.dense_formula(w.n, w.n, w.d) == run_model(w.q, w.k, w.grid, w.split, cfg).dense_cycles
     # P V: the same folds; one more cycle for the P V dispatcher's register and
     # PE_LATENCY - 1 for the PE's product register (issue 20)

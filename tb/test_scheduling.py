@@ -103,10 +103,10 @@ def check_bank(ctx, stage, b, expected, n, batch, label):
 
 
 CASES = [
-    ("e1", KaleidoConfig(split=(4, 7, 5), batch=4), (2, 4, 4)),
-    ("e2", KaleidoConfig(split=(3, 6, 5), batch=4, P=4), (3, 3, 5)),
-    ("windows", KaleidoConfig(split=(2, 3, 3), batch=4), (4, 8, 8)),
-    ("hunyuan", KaleidoConfig.preset("hunyuan", batch=16), (2, 4, 4)),
+    ("e1", KaleidoConfig.one_array(split=(4, 7, 5), batch=4), (2, 4, 4)),
+    ("e2", KaleidoConfig.one_array(split=(3, 6, 5), batch=4, P=4), (3, 3, 5)),
+    ("windows", KaleidoConfig.one_array(split=(2, 3, 3), batch=4), (4, 8, 8)),
+    ("hunyuan", KaleidoConfig.preset("hunyuan", "one_array", batch=16), (2, 4, 4)),
 ]
 
 
@@ -173,8 +173,8 @@ def test_scheduling_stage(name, cfg, grid, seed):
 
 def test_scheduling_stage_rejects_bad_parameters():
     with pytest.raises(ValueError, match=r"4 units per word.* not 8x4"):
-        SchedulingStage(KaleidoConfig(array_rows=8), (2, 4, 4))
+        SchedulingStage(KaleidoConfig.one_array(array_rows=8), (2, 4, 4))
     with pytest.raises(TypeError, match=r"config must be a KaleidoConfig, not 'x'"):
         SchedulingStage("x", (2, 4, 4))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"at least 1, not \(0, 4, 4\)"):
-        SchedulingStage(KaleidoConfig(), (0, 4, 4))
+        SchedulingStage(KaleidoConfig.one_array(), (0, 4, 4))

@@ -18,7 +18,7 @@ from kaleido.tb.blocks import Case, ref, rtl
 from kaleido.tb.kit import simulate
 from kaleido.tb.softmax_cases import random_rows, random_scale, scaler_case, softmax_run, softmax_words
 
-CFG = KaleidoConfig()
+CFG = KaleidoConfig.one_array()
 FORMATS = [
     SoftmaxFormat(),
     SoftmaxFormat(p_bits=8, lut_bits=6),

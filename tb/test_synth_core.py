@@ -158,7 +158,7 @@ def test_core_design_puts_the_small_core_on_sixteen_arrays(monkeypatch):
     built = []
     monkeypatch.setattr(kaleido.hdl.core, "KaleidoAttentionCore", lambda cfg, core, **kw: built.append((cfg, kw)))
     for variant in ("kaleido_1x1", "kaleido", "dense"):
-        core_design(variant, KaleidoConfig(), CoreConfig())
+        core_design(variant, KaleidoConfig.one_array(), CoreConfig())
     (small, _), (one, _), (dense, kw) = built
     assert small.sub_arrays == (1, 1) and small.n_arrays == 16
     assert one.sub_arrays is None and dense.sub_arrays is None and kw == {"variant": "dense"}

@@ -126,7 +126,7 @@ FEED_CASES = [
 def test_feeder_words_and_cycles(grid, tile, split, batch, port, latency):
     """Every pair of boxes of a head (at most 6): the words are the padded
     boxes' engine words, the last one in the model's cycle."""
-    config = KaleidoConfig(split=split, batch=batch)
+    config = KaleidoConfig.one_array(split=split, batch=batch)
     core = CoreConfig(tile=tile, port_bytes=port, mem_latency=latency)
     Q, K = head(grid, config, SEED)
     boxes = tile_boxes(grid, tile)
@@ -147,7 +147,7 @@ def test_feeder_words_and_cycles(grid, tile, split, batch, port, latency):
 def test_tile_engine_scores(grid, tile, split, batch):
     """Two tile pairs through the feeder and the engine: S of the padded
     boxes bit for bit, its real part the head's, ``cycles`` the model's."""
-    config = KaleidoConfig(split=split, batch=batch)
+    config = KaleidoConfig.one_array(split=split, batch=batch)
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3)
     Q, K = head(grid, config, SEED)
     boxes = tile_boxes(grid, tile)
@@ -168,7 +168,7 @@ def test_tile_engine_scores(grid, tile, split, batch):
 def test_feeder_loads_v(grid, tile, split, batch, port, latency):
     """``with_v``: the key box of V lands in ``v_tile`` in the tile's
     layout, the words and the cycles (V's runs added) as the model says."""
-    config = KaleidoConfig(split=split, batch=batch)
+    config = KaleidoConfig.one_array(split=split, batch=batch)
     core = CoreConfig(tile=tile, port_bytes=port, mem_latency=latency)
     Q, K = head(grid, config, SEED)
     V = np.random.default_rng(SEED).integers(-128, 128, size=Q.shape, dtype=np.int8)
@@ -187,4 +187,4 @@ def test_feeder_rejects_a_port_wider_than_a_row():
     from kaleido.hdl.tile_feeder import TileFeeder
 
     with pytest.raises(ValueError, match="port_bytes"):
-        TileFeeder(KaleidoConfig(split=(2, 3, 3)), CoreConfig(tile=(2, 2, 2), port_bytes=16))
+        TileFeeder(KaleidoConfig.one_array(split=(2, 3, 3)), CoreConfig(tile=(2, 2, 2), port_bytes=16))

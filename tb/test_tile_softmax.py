@@ -18,7 +18,7 @@ from kaleido.model import TILE_SOFTMAX_LATENCY, tile_softmax_cycles
 from kaleido.tb.kit import simulate
 from kaleido.tb.softmax_cases import random_query_tile, random_scale, softmax_run, tile_softmax_words
 
-CFG = KaleidoConfig()
+CFG = KaleidoConfig.one_array()
 FORMATS = [
     SoftmaxFormat(),
     SoftmaxFormat(p_bits=8, lut_bits=6),

@@ -40,7 +40,9 @@ FP = ((7, 4), (7, 4), (6, 4))
 @pytest.mark.parametrize("motion", ["slow", "fast"])
 def test_pairs_are_the_explorers_one_pe_arrays(seed, motion):
     w = synthetic_video("hunyuan", (2, 8, 8), motion, seed)
-    cfg = KaleidoConfig(F=7, P=4, group_thresholds=FP, split=w.split, accumulators=4, array_rows=1, array_cols=1)
+    cfg = KaleidoConfig.one_array(
+        F=7, P=4, group_thresholds=FP, split=w.split, accumulators=4, array_rows=1, array_cols=1
+    )
     ref = qk_timing(w.q, w.k, w.grid, w.split, cfg, FP, order="queue", arrays=16, dispatch="queue")
     got = window_qk_timing(w.q, w.k, w.grid, w.split, 2, FP)
     assert (got.cycles["phased"], got.dense_cycles, got.ops) == (ref.cycles, ref.dense_cycles, ref.ops["hw"]), seed

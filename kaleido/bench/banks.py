@@ -32,7 +32,7 @@ def measure(grid, banks, depths, presets=("hunyuan", "wan"), motions=("slow", "f
             base = None
             for b in banks:
                 for d in depths:
-                    cfg = KaleidoConfig(split=w.split, s_banks=b, s_fifo_depth=d)
+                    cfg = KaleidoConfig.one_array(split=w.split, s_banks=b, s_fifo_depth=d)
                     t0 = time.time()
                     t = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
                     if base is None:

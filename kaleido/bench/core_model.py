@@ -49,12 +49,13 @@ def main(argv: list[str] | None = None) -> dict:
         "preset": args.preset,
         "motion": args.motion,
         "seed": args.seed,
+        "design": config.design,
         "tile": list(core.tile),
         "tile_pairs": boxes * boxes,
     }
     for variant in ("kaleido", "dense"):
         t0 = time.perf_counter()
-        cycles = core_cycles(w.q, w.k, w.v, grid, config, core, variant=variant)
+        cycles = core_cycles(w.q, w.k, w.v, grid, config, core, variant=variant, scales=w.scales)
         out[variant] = {"cycles": cycles, "model_s": round(time.perf_counter() - t0, 3)}
     per_pair = round(out["kaleido"]["model_s"] / (boxes * boxes), 5)
     out["kaleido_s_per_tile_pair"] = per_pair

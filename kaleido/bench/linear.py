@@ -34,7 +34,7 @@ def rows(grid=(4, 16, 16), seed=0, d_model=256) -> list[dict]:
         for axis in ("t", "y", "x"):
             for t1, t2 in THRESHOLDS:
                 rule = LinearReuse(axis, t1, t2)
-                r = linear_cycles(X, W.shape[1], grid, KaleidoConfig(), rule)
+                r = linear_cycles(X, W.shape[1], grid, KaleidoConfig.one_array(), rule)
                 q = linear_quality(X, W, grid, rule)
                 out.append(
                     {

@@ -26,7 +26,7 @@ GOAL_S = 10.0
 
 def _timed(w, variant: str):
     t0 = time.perf_counter()
-    r = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(), variant=variant, progress=batch_progress())
+    r = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig.one_array(), variant=variant, progress=batch_progress())
     return r, time.perf_counter() - t0
 
 
@@ -75,7 +75,7 @@ def main(argv=None):
 
         with reference_walk():
             ref, seconds = _timed(w, main_variant)
-        fast = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig(), variant=main_variant)
+        fast = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig.one_array(), variant=main_variant)
         out["reference"] = {"model_s": seconds, "equal": ref.as_dict() == fast.as_dict()}
         if not out["reference"]["equal"]:
             raise SystemExit("the fast walk and the reference walk disagree")

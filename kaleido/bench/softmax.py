@@ -121,7 +121,7 @@ def pv_rows(grid=(4, 16, 16), seed=0) -> list[dict]:
         w = synthetic_video("hunyuan", grid, motion, seed)
         for F, P in THRESHOLDS[:-1]:
             counts = pv_op_counts(w.v, w.grid, w.split, F, P)
-            timing = pv_cycles(w.v, w.grid, w.split, KaleidoConfig(split=w.split, F=F, P=P))
+            timing = pv_cycles(w.v, w.grid, w.split, KaleidoConfig.one_array(split=w.split, F=F, P=P))
             out.append(
                 {
                     "motion": motion,

@@ -52,7 +52,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     grid = tuple(int(x) for x in args.grid.split(","))
     w = synthetic_video("hunyuan", grid, "slow", seed=0)
-    print(json.dumps(tile_traffic(w, KaleidoConfig())))
+    print(json.dumps(tile_traffic(w, KaleidoConfig.one_array())))
 
 
 if __name__ == "__main__":
