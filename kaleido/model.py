@@ -52,6 +52,7 @@ import dataclasses
 import functools
 import heapq
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -751,7 +752,9 @@ def _block_groups(n_rows: int, n_cols: int, config: KaleidoConfig) -> tuple[np.n
     return rows, cols
 
 
-def block_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True):
+def block_phase_beats(
+    tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """One batch's passes split into ``config.sub_shape`` blocks, in the
     shared queue's order (pass by pass, row group outer; in a pass, block
     ``k`` holds small groups ``(g nr + k // nc, h nc + k % nc)``):
@@ -772,7 +775,9 @@ def block_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, 
 BLOCK_CHUNK = 1 << 20
 
 
-def iter_block_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True):
+def iter_block_beats(
+    tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, matcher: bool = True
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """:func:`block_phase_beats` of one batch in consecutive pieces of whole
     pass rows (about :data:`BLOCK_CHUNK` blocks each, so memory stays
     bounded on long heads); their concatenation is the batch's."""
