@@ -50,10 +50,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import heapq
 import math
 from collections.abc import Iterator
 
+import numba
 import numpy as np
 
 from .checks import check_qk, check_variant
@@ -634,9 +634,19 @@ def pass_phase_beats(tq: np.ndarray, tk: np.ndarray, config: KaleidoConfig, *, m
         lookahead = min(cfg.lookahead, n_ch) if matcher and bool((cneed == Need.HALF).any()) else None
         rw = _lanes(held, held)  # (k, Gr, lanes)
         cw = _lanes(cneed != Need.SKIP, cneed == Need.HALF)  # (k, Gc, lanes)
-        slots = _pair_slots(rw, cw, lookahead).astype(np.int64)
-        out[:, :, phase] = np.maximum(slots, 1)
+        # the slots of each distinct (row words, column words) pair once, then every pass's by its pair
+        (ur, rinv), (uc, cinv) = _distinct_words(rw), _distinct_words(cw)
+        slots = np.maximum(_pair_slots(ur, uc, lookahead), 1).astype(np.int64)
+        out[:, :, phase] = slots[rinv[:, None], cinv[None, :]]
     return out
+
+
+def _distinct_words(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(k, G, lanes)`` words of ``G`` groups: the distinct groups' words
+    ``(k, n, lanes)`` and each group's index among them."""
+    k, G, L = w.shape
+    u, inv = np.unique(w.transpose(1, 0, 2).reshape(G, k * L), axis=0, return_inverse=True)
+    return u.reshape(len(u), k, L).transpose(1, 0, 2), inv.ravel()
 
 
 @dataclasses.dataclass
@@ -763,11 +773,19 @@ def block_phase_beats(
     beats on its small array (:func:`pass_phase_beats` of
     ``config.sub_config()``; 0 when absent). ``tq``/``tk`` are the units'
     tags in pass order."""
+    R, C = config.array_rows, config.array_cols
+    r, c = config.sub_shape
+    nr, nc = R // r, C // c
     small = pass_phase_beats(tq, tk, config.sub_config(), matcher=matcher)  # (small row groups, small columns, 4)
-    rows, cols = _block_groups(len(tq), len(tk), config)
-    present = (rows < small.shape[0]) & (cols < small.shape[1])
-    phase = np.zeros((len(rows), 4), dtype=np.int64)
-    phase[present] = small[rows[present], cols[present]]
+    Gr, Gc = -(-len(tq) // R), -(-len(tk) // C)
+    sr, sc = small.shape[:2]
+    # the small groups padded to whole passes, then pass (g, h) block by block: (Gr, Gc, nr, nc)
+    padded = np.zeros((Gr * nr, Gc * nc, 4), dtype=np.int64)
+    padded[:sr, :sc] = small
+    there = np.zeros((Gr * nr, Gc * nc), dtype=bool)
+    there[:sr, :sc] = True
+    phase = padded.reshape(Gr, nr, Gc, nc, 4).transpose(0, 2, 1, 3, 4).reshape(-1, 4)
+    present = there.reshape(Gr, nr, Gc, nc).transpose(0, 2, 1, 3).reshape(-1)
     return present, phase
 
 
@@ -796,24 +814,35 @@ def queue_end(blocks, arrays: int) -> int:
     between batches: block ``k`` leaves at ``h_k = max(h_{k-1} + 1,
     earliest free array)`` and its beats end at ``h_k + 1 + beats``. Which
     array takes a block does not change any tick (every array free by
-    ``h_k`` stays free for later blocks), so a heap of free ticks stands
-    for the lowest-index rule."""
-    free = [0] * arrays
+    ``h_k`` stays free for later blocks), so the earliest free array
+    stands for the lowest-index rule. The loop over blocks is compiled
+    (:func:`_queue_run`)."""
+    free = np.zeros(arrays, dtype=np.int64)
     t = 0
     for present, phase in blocks:
-        ok = np.flatnonzero(present)
-        # ticks from the block before (absent blocks take a tick each) and each block's ticks to free
-        steps = np.diff(ok, prepend=-1).tolist()
-        busy = (phase.sum(axis=1)[ok] + 1).tolist()
-        heapreplace = heapq.heapreplace
-        for step, b in zip(steps, busy, strict=True):
-            t += step
-            f = free[0]
-            if f > t:
-                t = f
-            heapreplace(free, t + b)
-        t += len(present) - 1 - (int(ok[-1]) if len(ok) else -1)  # the absent blocks after the last
-    return max(free)
+        t = _queue_run(present, phase.sum(axis=1), free, t)
+    return int(free.max())
+
+
+@numba.njit(cache=True)
+def _queue_run(present: np.ndarray, beats: np.ndarray, free: np.ndarray, t: int) -> int:
+    """The shared queue over blocks in order (numba: one compiled loop;
+    the recurrence is sequential and has no numpy form): each block a tick
+    after the one before, a present one (``present``) no earlier than the
+    earliest free array, which is then busy for its ``beats`` and one idle
+    tick; ``free`` (each array's free tick) changes in place; returns the
+    tick the last block left."""
+    for k in range(len(present)):
+        t += 1
+        if present[k]:
+            a = 0
+            for i in range(1, len(free)):
+                if free[i] < free[a]:
+                    a = i
+            if free[a] > t:
+                t = free[a]
+            free[a] = t + beats[k] + 1
+    return t
 
 
 def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> _BatchTiles:

