@@ -341,16 +341,12 @@ def _walk(tags, n_batches: int, cfg: KaleidoConfig, *, variant: str, arrays: int
             phase_channels[phase] += int(
                 np.einsum("kc,kc->", held.sum(axis=1, dtype=np.int64), (cneed != Need.SKIP).sum(axis=1, dtype=np.int64))
             )
-            rw = _lanes(held, held).transpose(1, 0, 2).reshape(Gr, -1)  # (Gr, k lanes)
-            cw = _lanes(cneed != Need.SKIP, cneed == Need.HALF).transpose(1, 0, 2).reshape(Gc, -1)
+            rw = _lanes(held, held)  # (k, Gr, lanes)
+            cw = _lanes(cneed != Need.SKIP, cneed == Need.HALF)  # (k, Gc, lanes)
             if not len(active):  # nothing needed: every pass one beat
-                rw, cw = np.zeros((Gr, 1), np.uint32), np.zeros((Gc, 1), np.uint32)
-            ur, rinv = np.unique(rw, axis=0, return_inverse=True)
-            uc, cinv = np.unique(cw, axis=0, return_inverse=True)
-            rinv, cinv = rinv.ravel(), cinv.ravel()
-            nr, nc, k = len(ur), len(uc), len(active)
-            ur = ur.reshape(nr, k, -1).transpose(1, 0, 2)
-            uc = uc.reshape(nc, k, -1).transpose(1, 0, 2)
+                rw, cw = np.zeros((1, Gr, 1), np.uint32), np.zeros((1, Gc, 1), np.uint32)
+            (ur, rinv), (uc, cinv) = _distinct_words(rw), _distinct_words(cw)
+            nr, nc = ur.shape[1], uc.shape[1]
             wr = np.bincount(row_res * nr + rinv, minlength=A * nr).reshape(A, nr).astype(np.float64)
             wc = np.bincount(col_res * nc + cinv, minlength=A * nc).reshape(A, nc).astype(np.float64)
             cc = wc.sum(axis=0)
@@ -732,20 +728,51 @@ def queue_ticks(present: np.ndarray, beats: np.ndarray, arrays: int) -> tuple[np
     (the tick its predecessor's last block leaves; ``K / arrays`` passes)
     and the tick after the last block."""
     n = len(beats)
-    free = [0] * arrays
     h = np.zeros(n, dtype=np.int64)
     who = np.full(n, -1, dtype=np.int64)
-    t = 0
-    for k, (ok, b) in enumerate(zip(present.tolist(), beats.tolist(), strict=True)):
-        t += 1
-        if ok:
-            t = max(t, min(free))
-            a = next(i for i, f in enumerate(free) if f <= t)
-            free[a] = t + b + 1
-            who[k] = a
-        h[k] = t
+    _queue_run(present, beats, np.zeros(arrays, dtype=np.int64), 0, h, who)
     takes = np.concatenate([[0], h[arrays - 1 : -1 : arrays]]) if n else np.zeros(1, dtype=np.int64)
     return h, who, takes, int(h[-1]) + 1 if n else 1
+
+
+@numba.njit(cache=True)
+def _queue_run(present: np.ndarray, beats: np.ndarray, free: np.ndarray, t: int, h: np.ndarray, who: np.ndarray) -> int:
+    """The shared queue over blocks in order (numba: one compiled loop;
+    the recurrence is sequential and has no numpy form): each block a tick
+    after the one before, a present one (``present``) no earlier than the
+    earliest free array, to the lowest-index array free by then, which is
+    then busy for its ``beats`` and one idle tick. ``free`` (each array's
+    free tick) changes in place; ``h`` and ``who`` (as long as ``beats``)
+    take each block's tick and array (``who`` stays as given for an absent
+    block); returns the tick the last block left, from ``t`` before the
+    first."""
+    for k in range(len(present)):
+        t += 1
+        if present[k]:
+            earliest = free[0]
+            for i in range(1, len(free)):
+                earliest = min(earliest, free[i])
+            t = max(t, earliest)
+            a = 0
+            while free[a] > t:
+                a += 1
+            free[a] = t + beats[k] + 1
+            who[k] = a
+        h[k] = t
+    return t
+
+
+def _in_queue_order(a: np.ndarray, n_rows: int, n_cols: int, config: KaleidoConfig) -> np.ndarray:
+    """``a``, one value (or row of values) per pair of small groups, padded
+    to whole passes of one batch's ``n_rows``/``n_cols`` units (shape
+    ``(Gr nr, Gc nc, ...)``), in the shared queue's order: pass by pass,
+    row group outer; in a pass, block ``k`` holds small groups
+    ``(g nr + k // nc, h nc + k % nc)``."""
+    R, C = config.array_rows, config.array_cols
+    r, c = config.sub_shape
+    Gr, Gc, nr, nc = -(-n_rows // R), -(-n_cols // C), R // r, C // c
+    rest = a.shape[2:]
+    return a.reshape(Gr, nr, Gc, nc, *rest).swapaxes(1, 2).reshape(-1, *rest)
 
 
 def _block_groups(n_rows: int, n_cols: int, config: KaleidoConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -753,13 +780,9 @@ def _block_groups(n_rows: int, n_cols: int, config: KaleidoConfig) -> tuple[np.n
     (``n_rows``/``n_cols`` units), in the queue's order."""
     R, C = config.array_rows, config.array_cols
     r, c = config.sub_shape
-    Gr, Gc = -(-n_rows // R), -(-n_cols // C)
-    nr, nc = R // r, C // c
-    sr = np.arange(Gr)[:, None] * nr + np.arange(nr)[None, :]  # (Gr, nr)
-    sc = np.arange(Gc)[:, None] * nc + np.arange(nc)[None, :]  # (Gc, nc)
-    rows = np.broadcast_to(sr[:, None, :, None], (Gr, Gc, nr, nc)).reshape(-1)
-    cols = np.broadcast_to(sc[None, :, None, :], (Gr, Gc, nr, nc)).reshape(-1)
-    return rows, cols
+    shape = (-(-n_rows // R) * (R // r), -(-n_cols // C) * (C // c))
+    rows, cols = np.indices(shape)
+    return _in_queue_order(rows, n_rows, n_cols, config), _in_queue_order(cols, n_rows, n_cols, config)
 
 
 def block_phase_beats(
@@ -775,18 +798,14 @@ def block_phase_beats(
     tags in pass order."""
     R, C = config.array_rows, config.array_cols
     r, c = config.sub_shape
-    nr, nc = R // r, C // c
     small = pass_phase_beats(tq, tk, config.sub_config(), matcher=matcher)  # (small row groups, small columns, 4)
-    Gr, Gc = -(-len(tq) // R), -(-len(tk) // C)
+    shape = (-(-len(tq) // R) * (R // r), -(-len(tk) // C) * (C // c))  # padded to whole passes
     sr, sc = small.shape[:2]
-    # the small groups padded to whole passes, then pass (g, h) block by block: (Gr, Gc, nr, nc)
-    padded = np.zeros((Gr * nr, Gc * nc, 4), dtype=np.int64)
+    padded = np.zeros((*shape, 4), dtype=np.int64)
     padded[:sr, :sc] = small
-    there = np.zeros((Gr * nr, Gc * nc), dtype=bool)
+    there = np.zeros(shape, dtype=bool)
     there[:sr, :sc] = True
-    phase = padded.reshape(Gr, nr, Gc, nc, 4).transpose(0, 2, 1, 3, 4).reshape(-1, 4)
-    present = there.reshape(Gr, nr, Gc, nc).transpose(0, 2, 1, 3).reshape(-1)
-    return present, phase
+    return _in_queue_order(there, len(tq), len(tk), config), _in_queue_order(padded, len(tq), len(tk), config)
 
 
 #: blocks (pairs of small row and column groups) :func:`iter_block_beats` lays out at once
@@ -814,35 +833,15 @@ def queue_end(blocks, arrays: int) -> int:
     between batches: block ``k`` leaves at ``h_k = max(h_{k-1} + 1,
     earliest free array)`` and its beats end at ``h_k + 1 + beats``. Which
     array takes a block does not change any tick (every array free by
-    ``h_k`` stays free for later blocks), so the earliest free array
-    stands for the lowest-index rule. The loop over blocks is compiled
-    (:func:`_queue_run`)."""
+    ``h_k`` stays free for later blocks). The loop over blocks is
+    :func:`queue_ticks`' (:func:`_queue_run`), its state carried from piece
+    to piece."""
     free = np.zeros(arrays, dtype=np.int64)
     t = 0
     for present, phase in blocks:
-        t = _queue_run(present, phase.sum(axis=1), free, t)
+        scratch = np.empty(len(present), dtype=np.int64)  # the blocks' ticks and arrays, not needed here
+        t = _queue_run(present, phase.sum(axis=1), free, t, scratch, scratch)
     return int(free.max())
-
-
-@numba.njit(cache=True)
-def _queue_run(present: np.ndarray, beats: np.ndarray, free: np.ndarray, t: int) -> int:
-    """The shared queue over blocks in order (numba: one compiled loop;
-    the recurrence is sequential and has no numpy form): each block a tick
-    after the one before, a present one (``present``) no earlier than the
-    earliest free array, which is then busy for its ``beats`` and one idle
-    tick; ``free`` (each array's free tick) changes in place; returns the
-    tick the last block left."""
-    for k in range(len(present)):
-        t += 1
-        if present[k]:
-            a = 0
-            for i in range(1, len(free)):
-                if free[i] < free[a]:
-                    a = i
-            if free[a] > t:
-                t = free[a]
-            free[a] = t + beats[k] + 1
-    return t
 
 
 def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> _BatchTiles:
