@@ -32,6 +32,10 @@ from .clock import REPORT, clocks, time_speedup
 from .config import add_config_arguments, config_from_args
 from .progress import batch_progress
 
+#: the longest head whose P ``kaleido perf`` computes for small-P pairing
+#: (``golden.softmax.head_p``, the whole ``N x N``: 3.8 GB peak at 8,192 tokens)
+PV_PAIRS_TOKENS = 8192
+
 __all__ = ["main"]
 
 
@@ -220,6 +224,12 @@ def _perf(args):
     if args.sub_arrays is not None:
         cfg = cfg.replace(sub_arrays=tuple(args.sub_arrays))
     pass_gap = check_arrays(cfg, args.arrays, args.pass_gap)
+    if cfg.pv_pairs and w.n > PV_PAIRS_TOKENS:  # before minutes of Q K^T, not a MemoryError after them
+        raise ValueError(
+            f"small-P pairing counts P V from the head's whole P ({w.n:,} x {w.n:,} fixed-point "
+            f"probabilities); kaleido perf computes it for at most {PV_PAIRS_TOKENS:,} tokens: "
+            "--no-pv-pairs or --design one_array for this head"
+        )
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
         if cfg.group_thresholds is None:

@@ -122,7 +122,7 @@ def test_perf_linear(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
-def test_perf_engine(tmp_path, capsys):
+def test_perf_engine(tmp_path, capsys, monkeypatch):
     from kaleido.golden.softmax import head_p
     from kaleido.model import engine_cycles, output_scaler_cycles, pv_cycles, softmax_cycles
 
@@ -156,6 +156,12 @@ def test_perf_engine(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["perf", "--grid", "2,4,4", "--arrays", "2"])
     assert "arrays must be 1 and pass_gap 1, not 2 and 1" in capsys.readouterr().err
+    # a head too long for the whole P that pairing needs: named before the model runs
+    monkeypatch.setattr("kaleido.cli.PV_PAIRS_TOKENS", 31)
+    with pytest.raises(SystemExit):
+        main(["perf", "--grid", "2,4,4"])
+    assert "computes it for at most 31 tokens: --no-pv-pairs or --design one_array" in capsys.readouterr().err
+    assert main(["perf", "--grid", "2,4,4", "--no-pv-pairs", "--quality", "off"]) == 0
     with pytest.raises(SystemExit):
         main(["perf", "--grid", "2,4,4", "--engine", "--sub-arrays", "3x1"])
     assert "sub_arrays (3, 1) must divide the 4x4 pass" in capsys.readouterr().err
