@@ -1,18 +1,24 @@
-"""Baselines for comparison: a plain 8-bit MAC PE with one accumulator and
-a dense output-stationary array built from it, with the same drain mechanism
-(a drain register per PE) and the same skew discipline.
+"""The dense baseline (spec sec. 13): an int8 MAC PE with one accumulator
+and a dense output-stationary array built from it, with the same drain
+mechanism (a drain register per PE) and the same skew discipline as the
+Kaleido array.
 
-Fair comparison: the MAC accumulates the same depth as the Kaleido PE, one
-batch of ``BATCH`` products (``config.acc_width`` bits, 20 for BATCH 16),
-and drains it, like the Kaleido PE, into the accumulation buffer; the habit
-of a 32-bit accumulator (``MAC_WIDTH``) is available as ``width=32``."""
+Every choice open to both designs is the Kaleido PE's: the MAC gates its
+product with a mux (no multiply by the enable), registers the product
+before the accumulator (the Kaleido PE's product register, so both PEs
+have :data:`~kaleido.config.PE_LATENCY` 2), accumulates the same depth,
+one batch of ``BATCH`` products (``config.acc_width`` bits, 20 for BATCH
+16), and drains it into the accumulation buffer. The habit of a 32-bit
+accumulator (``MAC_WIDTH``) is available as ``width=32``; a MAC without the
+product register as ``product_register=False`` (for the synthesis table
+only: the dense cores use the registered PE)."""
 
 from amaranth import Module, Mux, Signal, signed
 from amaranth.hdl import EnableInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import KaleidoConfig
+from ..config import PE_LATENCY, KaleidoConfig
 from ._common import as_config
 from .layouts import tile_layout
 from .pv_array import pv_array_signature
@@ -25,15 +31,28 @@ MAC_CTL = data.StructLayout({"slot": 1, "last": 1})
 
 
 class MacPE(wiring.Component):
-    """Canonical int8 MAC: ``acc += a * b`` per slot; on ``last`` the tile
-    (``acc`` plus this slot's product) goes to the drain register and
-    ``acc`` restarts at 0. Operands forwarded east (``a``, control) and
-    south (``b``) through registers. ``width`` is the accumulator width."""
+    """Canonical int8 MAC: ``acc += slot ? a * b : 0`` per beat; on ``last``
+    the tile (``acc`` plus this beat's product) goes to the drain register
+    and ``acc`` restarts at 0. Operands forwarded east (``a``, control) and
+    south (``b``) through registers.
 
-    def __init__(self, width: int = MAC_WIDTH):
+    Parameters
+    ----------
+    width : int
+        The accumulator width (at least 16).
+    product_register : bool
+        Register the gated product (and ``last``) before the accumulator,
+        as the Kaleido PE does: a tile leaves :attr:`latency` = 2 cycles
+        after its ``last`` beat, else 1.
+    """
+
+    def __init__(self, width: int = MAC_WIDTH, product_register: bool = True):
         if not isinstance(width, int) or width < 16:
             raise ValueError(f"MAC accumulator width must be an integer >= 16, not {width!r}")
+        if not isinstance(product_register, bool):
+            raise TypeError(f"product_register must be a bool, not {product_register!r}")
         self._width = width
+        self._product_register = product_register
         super().__init__(
             {
                 "a_in": In(signed(8)),
@@ -46,14 +65,26 @@ class MacPE(wiring.Component):
             }
         )
 
+    @property
+    def latency(self) -> int:
+        """Cycles from a ``last`` beat at the inputs to the tile valid."""
+        return PE_LATENCY if self._product_register else 1
+
     def elaborate(self, platform):
         m = Module()
         acc = Signal(signed(self._width))
         new = Signal(signed(self._width))
         m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in), self.ctl_out.eq(self.ctl_in)]
-        m.d.comb += new.eq(acc + (self.a_in * self.b_in) * self.ctl_in.slot)
-        m.d.sync += [self.tile.valid.eq(self.ctl_in.last), acc.eq(new)]
-        with m.If(self.ctl_in.last):
+        product = Signal(signed(16))
+        last = Signal()
+        gated = Mux(self.ctl_in.slot, self.a_in * self.b_in, 0)
+        if self._product_register:
+            m.d.sync += [product.eq(gated), last.eq(self.ctl_in.last)]
+        else:
+            m.d.comb += [product.eq(gated), last.eq(self.ctl_in.last)]
+        m.d.comb += new.eq(acc + product)
+        m.d.sync += [self.tile.valid.eq(last), acc.eq(new)]
+        with m.If(last):
             m.d.sync += [self.tile.value.eq(new), acc.eq(0)]
         return m
 
@@ -79,8 +110,10 @@ class DenseArray(wiring.Component):
 
     def tile_latency(self, r: int, c: int) -> int:
         """Cycles from accepting a ``last`` beat to PE ``(r, c)``'s tile valid:
-        the row skew ``r``, ``c`` hops east and the drain register."""
-        return r + c + 1
+        the row skew ``r``, ``c`` hops east, the product register and the
+        drain register (:func:`kaleido.config.tile_latency`, as the Kaleido
+        array's)."""
+        return r + c + PE_LATENCY
 
     def elaborate(self, platform):
         m = Module()
@@ -128,7 +161,7 @@ class DensePvArray(wiring.Component):
     (the anchor) when it is unpaired (``absent``); the unit's ``last`` rides
     on its final beat. ``hold`` stalls the array and the unit register;
     ``tiles``: each pass drains one partial ``O`` tile, PE ``(r, c)`` ``r +
-    c + 1`` cycles after the pass's last beat (:meth:`DenseArray.tile_latency`)."""
+    c + 2`` cycles after the pass's last beat (:meth:`DenseArray.tile_latency`)."""
 
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)

@@ -37,6 +37,7 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "kaleido_pe": KaleidoPE,
     "kaleido_array": KaleidoArray,
     "mac_pe": lambda cfg: MacPE(cfg.acc_width),
+    "mac_pe_1stage": lambda cfg: MacPE(cfg.acc_width, product_register=False),
     "dense_array": DenseArray,
     "detector": ReuseDetector,
     "window_detector": WindowDetector,

@@ -30,6 +30,7 @@ import time
 from .checks import parse_array_size
 from .clock import REPORT, clocks, time_speedup
 from .config import add_config_arguments, config_from_args
+from .efficiency import summary_line
 from .progress import batch_progress
 
 #: the longest head whose P ``kaleido perf`` computes for small-P pairing
@@ -143,8 +144,8 @@ def _perf_parser(sub):
         "--synth-report",
         metavar="PATH",
         default=REPORT,
-        help=f"make synth report for the clocks of the speedup in time (default {REPORT}; "
-        "without it, docs/SYNTH_TABLE.md)",
+        help=f"make synth report for the clocks, areas and efficiency (default {REPORT}; "
+        "without it, the committed docs/SYNTH_TABLE.md and docs/report/synth_report.json)",
     )
     p.set_defaults(func=_perf)
 
@@ -201,6 +202,31 @@ def _perf_linear(args) -> int:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
     return 0
+
+
+def _efficiency(args, cfg, result: dict, energy: dict) -> dict:
+    """The yardstick of :mod:`kaleido.efficiency` for a named design's whole
+    attention (the engine's Q K^T with ``--engine``), or ``{"error": why}``."""
+    from .efficiency import design_efficiency
+
+    if args.variant != "full":
+        return {"error": f"efficiency is measured with every block (variant full), not {args.variant!r}"}
+    whole = result.get("attention_engine") or result["attention"]
+    path = None if args.synth_report == REPORT else args.synth_report
+    return design_efficiency(cfg.design, whole["speedup"], energy["kaleido_pj"] / energy["dense_pj"], path)
+
+
+def _efficiency_columns(eff: dict) -> dict:
+    """The CSV row's efficiency columns (empty where not computed)."""
+    if "error" in eff:
+        return {k: "" for k in ("time_speedup_core", "area_ratio_core", "area_ratio_chip", "tpa_core", "tpa_chip")}
+    return {
+        "time_speedup_core": eff["time_speedup"],
+        "area_ratio_core": eff["area_ratio"]["core"],
+        "area_ratio_chip": eff["area_ratio"]["chip"],
+        "tpa_core": eff["throughput_per_area"]["core"],
+        "tpa_chip": eff["throughput_per_area"]["chip"],
+    }
 
 
 def _perf(args):
@@ -306,6 +332,7 @@ def _perf(args):
     scheduler, matcher = VARIANTS[args.variant]
     clock = clocks(scheduler, matcher, args.synth_report)
     result["time"] = {**clock.as_dict(), "speedup": time_speedup(r.speedup, clock)}
+    result["efficiency"] = _efficiency(args, cfg, result, energy)
     result["model_seconds"] = time.time() - t0
     print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}{' (synthetic)' if w.meta.get('synthetic') else ''}")
     print(
@@ -367,6 +394,8 @@ def _perf(args):
             f"attention with the engine's Q K^T: cycles {ae['cycles']:,}  dense {ae['dense_cycles']:,}  "
             f"speedup {ae['speedup']:.3f}x (its compute, softmax, P V in turn)"
         )
+    eff = result["efficiency"]
+    print(summary_line(eff) if "error" not in eff else f"efficiency: not computed ({eff['error']})")
     if quality:
         print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, cosine {quality['vs_int8']['cosine']:.5f}")
     if args.json:
@@ -387,6 +416,7 @@ def _perf(args):
             "energy_kaleido_pj": energy["kaleido_pj"],
             "energy_dense_pj": energy["dense_pj"],
             "energy_savings": energy["savings"],
+            **_efficiency_columns(result["efficiency"]),
             **{f"ops_{k}": v for k, v in r.ops.items()},
             **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
             "variant": r.variant,

@@ -1112,8 +1112,8 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
 
 #: cycles from the dense array (``kaleido.hdl.baseline.DenseArray``)
 #: accepting a pass's last beat to PE ``(r, c)``'s tile: ``r + c`` (skew
-#: and hops), then the MAC PE's drain register
-DENSE_PE_LATENCY = 1
+#: and hops), then the MAC PE's product and drain registers, as the Kaleido PE
+DENSE_PE_LATENCY = PE_LATENCY
 
 #: the dense engine's first pass is taken in its second RUN cycle (the
 #: first reads the Q and K banks)

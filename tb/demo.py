@@ -29,6 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from kaleido.checks import check_grid, parse_array_size
+from kaleido.efficiency import design_efficiency, summary_line
 from kaleido.tb.runner import SIMULATORS
 
 
@@ -40,9 +41,10 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def reference(w, grid, config, core, thresholds=None) -> tuple:
-    """O of the tiled golden model, the core's cycles by the model, and the
-    dense core's; ``thresholds``: the head command's Q K^T thresholds
+    """O of the tiled golden model, the core's cycles by the model, the
+    dense core's, and the head's energy over the dense core's; ``thresholds``: the head command's Q K^T thresholds
     (default ``config.thresholds``)."""
+    from kaleido.efficiency import head_energy_ratio
     from kaleido.model import core_cycles
     from kaleido.tb.core_io import core_reference
 
@@ -50,7 +52,8 @@ def reference(w, grid, config, core, thresholds=None) -> tuple:
     timed = config if thresholds is None else config.replace(group_thresholds=thresholds)
     model = core_cycles(w.q, w.k, w.v, grid, timed, core, scales=w.scales)
     dense = core_cycles(w.q, w.k, w.v, grid, config, core, variant="dense")
-    return ref, model, dense
+    energy = head_energy_ratio(w.q, w.k, w.v, grid, config.split, timed, scales=w.scales)
+    return ref, model, dense, energy
 
 
 def main(argv=None) -> int:
@@ -165,7 +168,7 @@ def main(argv=None) -> int:
             args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves, thresholds=thresholds,
             harness=harness,
         )  # fmt: skip
-        ref, model, dense = models.result()
+        ref, model, dense, energy_ratio = models.result()
     wall = time.time() - t0
     if "seconds" in res:
         print(
@@ -197,12 +200,15 @@ def main(argv=None) -> int:
     }
     if "cxx" in res:  # the plain binary's C++ compiler
         result["cxx"] = res["cxx"]
+    result["efficiency"] = design_efficiency(config.design, dense / res["cycles"], energy_ratio)
     result_path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  O bit-exact against the golden model: {'yes' if exact else 'NO'}")
     print(f"  core cycles      {res['cycles']:>12,}")
     print(f"  model cycles     {model:>12,}  ({'equal' if model == res['cycles'] else 'DIFFERENT'})")
     print(f"  dense core       {dense:>12,}  (DenseEngine, DensePvArray: docs/CORE.md)")
     print(f"  speedup          {dense / res['cycles']:>12.3f}x")
+    eff = result["efficiency"]
+    print("  " + (summary_line(eff) if "error" not in eff else f"efficiency: not computed ({eff['error']})"))
     print(f"  simulated at {result['sim_cycles_per_s']:,} cycles/s; {result_path}")
     if args.waves:
         waves = sorted(pathlib.Path(res["build_dir"]).glob("*.fst")) + sorted(

@@ -1381,6 +1381,36 @@ def targets(rep):
     ]
 
 
+def efficiency_section(rep, plt):
+    """Every named design against the fair dense core on make sim's head
+    (:mod:`kaleido.bench.efficiency_report`); also rewrites the README's
+    results table."""
+    import pathlib
+
+    from . import efficiency_report as er
+
+    rows = er.run(pathlib.Path(rep.out))
+    lines = er.table_lines(rows)
+    readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+    if readme.exists() and er.BEGIN in readme.read_text():
+        er.update_readme(readme, lines)
+    preset, grid, motion, seed = er.HEAD
+    return [
+        "## Efficiency against the fair dense core",
+        "",
+        f"`make sim`'s head ({preset}, grid {grid}, {motion} motion, seed {seed}): each core's exact cycles "
+        "(the cycle model, equal to the RTL's), its clock (the Fmax of its slowest block), its area as built and at "
+        "the paper's chip-level denominator, and its energy per head, against the dense core with the same "
+        "buffers, clock rules, accumulator width, drain policy and a MAC PE gated by a mux with a product "
+        "register (docs/SYNTH.md). Throughput per mm^2 = time speedup / area ratio.",
+        "",
+        *lines,
+        "",
+        "![efficiency vs area](report/efficiency_area.png) ![efficiency vs energy](report/efficiency_energy.png)",
+        "",
+    ]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", default="8,16,16")
@@ -1402,6 +1432,7 @@ def main(argv=None):
     plt = _plot()
     body = []
     for step in (
+        efficiency_section,
         fig9,
         fig18c,
         fig19,

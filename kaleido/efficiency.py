@@ -1,0 +1,226 @@
+"""Efficiency against the fair dense core (spec sec. 13, issue 42).
+
+A cycle speedup alone is not a win. For a named design this module turns
+a head's cycle speedup and energy ratio into the yardstick's figures:
+
+* ``time_speedup``: cycles x clock ratio; each core runs at the Fmax of
+  its slowest synthesized block (:data:`CORE_BLOCKS`), the dense core too;
+* ``area_ratio`` and ``throughput_per_area`` (time speedup / area ratio),
+  twice: ``core``, one core as built (its logic and its own buffers,
+  ``make synth``'s core report) and ``chip``, the paper's chip-level
+  denominator (its 16,384 arrays, a dispatcher per 8 arrays and its 96 MB
+  of SRAM, :func:`kaleido.area.chip_estimate`, calibrated to the
+  paper's dense-array area);
+* ``energy_ratio``: Kaleido's energy per head over the dense core's (below
+  1 is a saving).
+
+The synthesis figures come from ``build/synth/report.json`` when it exists,
+else from the committed snapshot ``docs/report/synth_report.json``; every
+result names which, the commit it was measured on and whether the RTL
+changed since (``source.stale``), so a stale report never feeds a figure
+silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+
+from .area import chip_estimate
+
+__all__ = [
+    "CORE_BLOCKS",
+    "REPORT",
+    "SNAPSHOT",
+    "SynthFigures",
+    "load_synth",
+    "core_clock",
+    "chip_area_ratio",
+    "efficiency",
+    "summary_line",
+    "head_energy_ratio",
+    "design_efficiency",
+]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+#: the latest ``make synth`` report, relative to the working directory
+REPORT = os.path.join("build", "synth", "report.json")
+#: the committed copy of the last full ``make synth`` report
+SNAPSHOT = ROOT / "docs" / "report" / "synth_report.json"
+#: the files whose change makes a synthesis report stale
+RTL_PATHS = ("hdl", "kaleido/config.py")
+
+#: blocks in both cores' clock domain (the softmax unit and output scaler)
+SHARED_BLOCKS = ("softmax", "output_scaler")
+#: each core's synthesized blocks on its one clock (report["designs"] keys)
+CORE_BLOCKS: dict[str, tuple[str, ...]] = {
+    "default": ("kaleido_array_set", "detector", "scheduler", "matcher", "pv_dispatcher", *SHARED_BLOCKS),
+    "one_array": ("kaleido_array", "detector", "scheduler", "matcher", "pv_dispatcher", *SHARED_BLOCKS),
+    "paper": ("kaleido_array", "detector", "scheduler", "matcher", "pv_dispatcher", *SHARED_BLOCKS),
+    "dense": ("baseline_array", *SHARED_BLOCKS),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SynthFigures:
+    """A ``make synth`` report (``designs``: blocks, ``core``: whole cores)
+    and where it came from (``source``: path, commit, stale, why)."""
+
+    designs: dict
+    core: dict
+    source: dict
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def _staleness(provenance: dict | None) -> tuple[bool | None, str]:
+    """Whether the RTL changed since the report's commit, and why (None:
+    cannot tell)."""
+    if not provenance or not provenance.get("git_commit"):
+        return None, "the report records no commit: re-run `make synth`"
+    commit = provenance["git_commit"]
+    diff = _git("diff", "--quiet", commit, "--", *RTL_PATHS)
+    if diff.returncode not in (0, 1):
+        return None, f"commit {commit[:10]} of the report is not in this checkout"
+    if diff.returncode == 1:
+        return True, f"{' or '.join(RTL_PATHS)} changed since {commit[:10]}: re-run `make synth`"
+    if provenance.get("git_dirty"):
+        return None, f"measured on {commit[:10]} with uncommitted changes"
+    return False, f"measured on {commit[:10]}; the RTL is unchanged since"
+
+
+def load_synth(path: str | os.PathLike | None = None) -> SynthFigures:
+    """The synthesis figures: ``path`` if given, else :data:`REPORT` if it
+    exists, else :data:`SNAPSHOT`. Raises FileNotFoundError naming every
+    place looked at when there is none."""
+    tried = [pathlib.Path(path)] if path is not None else [pathlib.Path(REPORT), SNAPSHOT]
+    found = next((p for p in tried if p.exists()), None)
+    if found is None:
+        raise FileNotFoundError(
+            f"no synthesis report at {', '.join(map(str, tried))}: run `make synth` for the efficiency figures"
+        )
+    report = json.loads(found.read_text())
+    provenance = report.get("provenance")
+    stale, why = _staleness(provenance)
+    source = {
+        "report": os.path.relpath(found),
+        "git_commit": (provenance or {}).get("git_commit"),
+        "date": (provenance or {}).get("date"),
+        "stale": stale,
+        "why": why,
+    }
+    return SynthFigures(report.get("designs", {}), report.get("core", {}), source)
+
+
+def core_clock(design: str, synth: SynthFigures) -> dict:
+    """``{"mhz", "limited_by", "blocks": {block: MHz}}`` of a core: the
+    Fmax of its slowest block. Raises ValueError naming the blocks without
+    an Fmax."""
+    if design not in CORE_BLOCKS:
+        raise ValueError(f"unknown core {design!r}; known: {sorted(CORE_BLOCKS)}")
+    blocks = CORE_BLOCKS[design]
+    found = {b: (synth.designs.get(b) or {}).get("fmax_mhz") for b in blocks}
+    missing = [b for b, f in found.items() if not f]
+    if missing:
+        raise ValueError(f"core {design!r}: no Fmax for {missing} in {synth.source['report']}: run `make synth`")
+    fmax = {b: float(f) for b, f in found.items() if f}
+    slowest = min(blocks, key=fmax.__getitem__)
+    return {"mhz": fmax[slowest], "limited_by": slowest, "blocks": fmax}
+
+
+def _core_entry(design: str, synth: SynthFigures) -> dict:
+    entry = synth.core.get(design)
+    if not entry or "area_mm2" not in entry:
+        raise ValueError(f"no core {design!r} in {synth.source['report']}'s core report: run `make synth`")
+    return entry
+
+
+def chip_area_ratio(design: str, synth: SynthFigures) -> float:
+    """Kaleido chip area over the dense chip's at the paper's denominator
+    (calibrated estimate of :func:`~kaleido.area.chip_estimate`).
+    The chip's arrays are ``one_array``'s 4x4 array; another design's
+    array costs that array plus the logic its core adds to (or saves on)
+    the ``one_array`` core, per array."""
+    blocks = dict(synth.designs)
+    if design != "one_array":
+        delta = _core_entry(design, synth)["transistors"] - _core_entry("one_array", synth)["transistors"]
+        array = dict(blocks.get("kaleido_array") or {})
+        if not array.get("transistors"):
+            raise ValueError(f"no kaleido_array transistors in {synth.source['report']}: run `make synth`")
+        array["transistors"] = array["transistors"] + delta
+        blocks["kaleido_array"] = array
+    chip = chip_estimate(blocks)
+    if "error" in chip:
+        raise ValueError(f"{synth.source['report']}: {chip['error']}")
+    return 1.0 + chip["calibrated"]["overhead"]["total"]
+
+
+def efficiency(design: str, cycle_speedup: float, energy_ratio: float | None, synth: SynthFigures) -> dict:
+    """The yardstick's figures of ``design`` (a key of :data:`CORE_BLOCKS`
+    other than ``"dense"``) for a head with ``cycle_speedup`` (dense core
+    cycles over the design's) and ``energy_ratio`` (the design's energy
+    over the dense core's; None when not measured)."""
+    if design == "dense" or design not in CORE_BLOCKS:
+        known = sorted(set(CORE_BLOCKS) - {"dense"})
+        raise ValueError(f"efficiency of a Kaleido design: one of {known}, not {design!r}")
+    if not cycle_speedup > 0:
+        raise ValueError(f"cycle_speedup must be positive, not {cycle_speedup!r}")
+    kaleido, dense = core_clock(design, synth), core_clock("dense", synth)
+    time_speedup = cycle_speedup * kaleido["mhz"] / dense["mhz"]
+    core_ratio = _core_entry(design, synth)["area_mm2"]["total"] / _core_entry("dense", synth)["area_mm2"]["total"]
+    chip_ratio = chip_area_ratio(design, synth)
+    return {
+        "design": design,
+        "cycle_speedup": cycle_speedup,
+        "clock": {"kaleido": kaleido, "dense": dense},
+        "time_speedup": time_speedup,
+        "area_ratio": {"core": core_ratio, "chip": chip_ratio},
+        "throughput_per_area": {"core": time_speedup / core_ratio, "chip": time_speedup / chip_ratio},
+        "energy_ratio": energy_ratio,
+        "source": synth.source,
+    }
+
+
+def summary_line(eff: dict) -> str:
+    """One printable line of :func:`efficiency`'s figures and their source."""
+    k, d = eff["clock"]["kaleido"], eff["clock"]["dense"]
+    energy = "not measured" if eff["energy_ratio"] is None else f"{eff['energy_ratio']:.3f}x dense"
+    src = eff["source"]
+    stale = {True: "STALE: ", None: "unverified: ", False: ""}[src["stale"]]
+    return (
+        f"efficiency vs the fair dense core: time {eff['time_speedup']:.3f}x (cycles {eff['cycle_speedup']:.3f}x "
+        f"x {k['mhz']:.1f} MHz, {k['limited_by']} / {d['mhz']:.1f} MHz, {d['limited_by']}); "
+        f"area {eff['area_ratio']['core']:.3f}x core, {eff['area_ratio']['chip']:.3f}x chip; "
+        f"throughput/mm^2 {eff['throughput_per_area']['core']:.3f}x core, "
+        f"{eff['throughput_per_area']['chip']:.3f}x chip; energy {energy} "
+        f"[{stale}{src['report']}: {src['why']}]"
+    )
+
+
+def head_energy_ratio(q, k, v, grid, split, config, scales=None) -> float:
+    """Energy of one head on ``config``'s core over the dense core's
+    (:func:`kaleido.energy.attention_energy` on the cycle model's events)."""
+    from .energy import attention_energy
+    from .golden.softmax import head_p
+    from .model import pv_cycles, run_model
+
+    result = run_model(q, k, grid, split, config)
+    P = head_p(q, k, grid, split, config.thresholds, scales=scales) if config.pv_pairs else None
+    energy = attention_energy(q, k, v, grid, split, config, result, pv=pv_cycles(v, grid, split, config, P=P))
+    return energy["kaleido_pj"] / energy["dense_pj"]
+
+
+def design_efficiency(design: str | None, cycle_speedup: float, energy_ratio: float | None, path=None) -> dict:
+    """:func:`efficiency` from the synthesis report (:func:`load_synth`), or
+    ``{"error": why}`` (a custom design, no report, a block not measured)."""
+    if design is None:
+        return {"error": "efficiency is measured for a named design (kaleido.config.DESIGNS), not a custom one"}
+    try:
+        return efficiency(design, cycle_speedup, energy_ratio, load_synth(path))
+    except (FileNotFoundError, ValueError) as err:
+        return {"error": str(err)}
