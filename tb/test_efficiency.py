@@ -108,6 +108,7 @@ def test_efficiency_figures():
     assert eff["throughput_per_area"]["core"] == pytest.approx(time / 1.5)
     assert eff["throughput_per_area"]["chip"] == pytest.approx(time / _paper_chip_ratio(2000))
     assert eff["energy_ratio"] == 0.9
+    assert eff["time_speedup_own_blocks"] == pytest.approx(1.5 * 80.0 / 130.0)  # the arrays, not the softmax
     assert "1.463x" in summary_line(eff)  # 1.5 x 80 / 82
 
 
