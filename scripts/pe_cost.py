@@ -65,7 +65,7 @@ def measure(name: str, make, fmax: bool) -> dict:
     by_type = next(iter(stat["modules"].values()))["num_cells_by_type"]
     ffs = sum(int(n) for t, n in by_type.items() if "DFF" in t.upper())
     transistors = int(re.findall(r"Estimated number of transistors:\s+(\d+)", (work / "cmos.txt").read_text())[-1])
-    out = {"transistors": transistors, "flip_flop_cells": ffs, "fmax_mhz": None}
+    out: dict = {"transistors": transistors, "flip_flop_cells": ffs, "fmax_mhz": None}
     if fmax:
         (work / "wrapped.v").write_text(verilog.convert(RegisteredIO(make()), name="wrapped", emit_src=False))
         _run(
