@@ -29,18 +29,47 @@ __all__ = [
 ]
 
 
+def _real_array(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array: a ``TypeError`` naming a dtype that is
+    not integer or floating point (bool, complex, strings, objects), a
+    ``ValueError`` naming a NaN or infinite entry and its index."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be an integer or floating-point array, not dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        index = tuple(int(i) for i in np.unravel_index(bad[0], arr.shape))
+        raise ValueError(f"{name} has a non-finite value {float(arr[index])} at index {index} ({bad.size} in all)")
+    return arr
+
+
 def metrics(out: np.ndarray, ref: np.ndarray) -> dict:
-    """MSE, PSNR (peak = max |ref|), cosine similarity and max abs error."""
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
+    """MSE, PSNR, cosine similarity and max abs error of ``out`` against
+    ``ref`` (real arrays of one shape, at least one element; otherwise a
+    ``TypeError`` or ``ValueError`` naming the bad argument).
+
+    PSNR's peak is the reference's largest magnitude, ``max |ref|`` (a
+    negative peak counts); PSNR is ``inf`` when ``out == ref`` and ``-inf``
+    when the reference is all zero and ``out`` is not. Cosine is 1 when both
+    are all zero and 0 when only one is (a zero vector has no direction)."""
+    out, ref = _real_array("output", out), _real_array("reference", ref)
     if out.shape != ref.shape:
         raise ValueError(f"output and reference shapes differ: {out.shape!r} vs {ref.shape!r}")
+    if out.size == 0:
+        raise ValueError(f"output and reference are empty (shape {out.shape!r}): no metric is defined")
     diff = out - ref
     mse = float(np.mean(diff * diff))
     peak = float(np.max(np.abs(ref)))
-    psnr = float("inf") if mse == 0 else float(10 * np.log10(peak * peak / mse))
-    denom = float(np.linalg.norm(out) * np.linalg.norm(ref))
-    cosine = 1.0 if denom == 0 else float(np.sum(out * ref) / denom)
+    if mse == 0:
+        psnr = float("inf")
+    else:
+        psnr = float(10 * np.log10(peak * peak / mse)) if peak > 0 else float("-inf")
+    norms = float(np.linalg.norm(out)), float(np.linalg.norm(ref))
+    if min(norms) == 0:
+        cosine = 1.0 if max(norms) == 0 else 0.0
+    else:
+        cosine = float(np.clip(np.sum(out * ref) / (norms[0] * norms[1]), -1.0, 1.0))
     return {"mse": mse, "psnr": psnr, "cosine": cosine, "max_abs": float(np.max(np.abs(diff)))}
 
 
