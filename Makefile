@@ -27,14 +27,16 @@ help:
 	@echo "                for all int8; matcher function; scheduler partition (k-induction) -> build/formal/report.json,"
 	@echo "                table in docs/FORMAL.md"
 	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json (70-90 min)"
-	@echo "make synth      Yosys/nextpnr area and Fmax of every design, and the whole Kaleido core beside the dense core"
-	@echo "                (logic transistors, buffers as SRAM bits, area overhead: key core) -> build/synth/report.json,"
-	@echo "                docs/SYNTH_TABLE.md; a failing design is named with its log tail and tool version, the rest"
-	@echo "                still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores; --designs alone runs none;"
-	@echo "                --cores=kaleido,dense,kaleido_1x1 adds the core with its Q K^T engine on 16 1x1 arrays, issue 14)"
+	@echo "make synth      Yosys/nextpnr area and Fmax of every block (flattened, ECP5 Fmax) and the whole core of every"
+	@echo "                design (default, one_array, paper) beside the dense core: each distinct module synthesized once"
+	@echo "                and the hierarchy summed, cached by Verilog hash in build/synth/cache (logic transistors, buffers"
+	@echo "                as SRAM bits, area overheads: key core) -> build/synth/report.json (provenance: commit, tools,"
+	@echo "                Verilog hashes), docs/SYNTH_TABLE.md; a failing design is named with its log tail and tool"
+	@echo "                version, the rest still finish, exit 1 (SYNTH_ARGS=--cores= skips the cores;"
+	@echo "                --designs alone runs none; --flatten=dense synthesizes a core flattened, ~10-30 min)"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, one 4x4 array's model at 32k tokens (goal 10 s, against the old walk), the whole core's model on make sim's head, softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator: make sim's head as its plain binary, median of 3 runs (goal 200k), and 128 tokens under cocotb) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, one 4x4 array's model at 32k tokens (goal 10 s, against the old walk), the whole core's model on make sim's head, softmax error, linear-layer reuse, the core's simulated cycles/s on Verilator: make sim's head as its plain binary, median of 3 runs (goal 200k), and 128 tokens under cocotb; make synth run cold in a scratch build dir and warm, wall time against the 10-min goal) -> build/bench/*.json, *.csv"
 	@echo "make sweep      kaleido sweep on a local Dask cluster: 16 synthetic heads x 4 configurations -> build/sweep/table/"
 	@echo "                (heads.csv, heads.parquet, summary.json, plots; ~1 min; docs/SWEEP.md)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"
@@ -87,7 +89,7 @@ formal: $(STAMP)
 mutate: $(STAMP)
 	$(PY) -m kaleido.tb.mutate
 
-# SYNTH_ARGS passes more options (--designs, --cores, --no-fmax, --jobs)
+# SYNTH_ARGS passes more options (--designs, --cores, --flatten, --no-fmax, --jobs)
 SYNTH_ARGS ?=
 synth: $(STAMP)
 	$(PY) -m kaleido.synth.flow $(SYNTH_ARGS)
@@ -103,6 +105,7 @@ bench: $(STAMP)
 	$(PY) -m kaleido.bench.softmax --out build/bench/softmax.json
 	$(PY) -m kaleido.bench.linear --out build/bench/linear.json
 	$(PY) -m kaleido.tb.core_sim_bench --repeat 3 --out build/bench/core_sim.json
+	$(PY) -m kaleido.bench.synth --out build/bench/synth.json
 
 sweep: $(STAMP)
 	$(PY) -m kaleido.bench.sweep --out build/sweep --workers $(JOBS)

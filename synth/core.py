@@ -28,6 +28,7 @@ read path on a chip. The area counts it as SRAM all the same.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -38,62 +39,71 @@ from collections.abc import Callable
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-from ..config import CoreConfig, KaleidoConfig
+from ..config import DESIGNS, CoreConfig, KaleidoConfig
 
 __all__ = [
     "MACRO_MIN_WORDS",
     "CORE_VARIANTS",
     "DEFAULT_CORES",
-    "SMALL_ARRAYS",
     "classify_memories",
     "synth_core",
     "core_area",
     "core_report",
     "core_table",
+    "core_config",
     "core_design",
-    "run_cores",
-    "collect_cores",
+    "core_verilog",
+    "CoreRun",
 ]
 
 #: a memory of at least this many words is a buffer (an SRAM macro); fewer
 #: is a FIFO's or a pipeline's storage, built from flip-flops
 MACRO_MIN_WORDS = 32
 
-#: the cores the flow can build: report key -> variant of
-#: :class:`~kaleido.hdl.core.KaleidoAttentionCore` (``"kaleido_1x1"``: the
-#: Kaleido core with its Q K^T engine on 16 1x1 arrays behind the shared
-#: queue, ``KaleidoConfig(sub_arrays=(1, 1))``, issue 14)
-CORE_VARIANTS = {"kaleido": "kaleido", "dense": "dense", "kaleido_1x1": "kaleido_1x1"}
+#: the cores the flow can build: report key -> (:data:`kaleido.config.DESIGNS`
+#: name of its configuration, variant of
+#: :class:`~kaleido.hdl.core.KaleidoAttentionCore`); the dense core is the
+#: same core with the dense engine and P V array, at ``one_array``'s
+#: configuration (its reuse settings are not used)
+CORE_VARIANTS: dict[str, tuple[str, str]] = {
+    "default": ("default", "kaleido"),
+    "one_array": ("one_array", "kaleido"),
+    "paper": ("paper", "kaleido"),
+    "dense": ("one_array", "dense"),
+}
 
 #: the cores ``make synth`` builds unless ``--cores`` names others; the
 #: overheads are each Kaleido core's over ``"dense"``
-DEFAULT_CORES = ("kaleido", "dense")
-
-#: the small arrays of the ``"kaleido_1x1"`` core
-SMALL_ARRAYS = (1, 1)
+DEFAULT_CORES = tuple(CORE_VARIANTS)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "kaleido" / "data" / "chip_16nm.toml"
 
 
 def _overhead_key(key: str) -> str:
     """Where ``report["core"]`` keeps core ``key``'s overheads over the
-    dense core: ``"overhead"`` for the default Kaleido core, else
-    ``"overhead_<key>"``."""
-    return "overhead" if key == "kaleido" else f"overhead_{key}"
+    dense core."""
+    return f"overhead_{key}"
 
 
-def core_design(variant: str, config: KaleidoConfig, core: CoreConfig) -> wiring.Component:
-    """The core of ``variant`` (``"kaleido"``: the default core; ``"dense"``:
-    the same core with the dense engine and dense P V array;
-    ``"kaleido_1x1"``: the default core with its Q K^T engine on
-    :data:`SMALL_ARRAYS` arrays)."""
+def core_config(key: str) -> KaleidoConfig:
+    """The configuration core ``key`` (:data:`CORE_VARIANTS`) is built at."""
+    return KaleidoConfig(**DESIGNS[CORE_VARIANTS[key][0]])
+
+
+def core_design(key: str, core: CoreConfig | None = None) -> wiring.Component:
+    """The core of report key ``key`` (:data:`CORE_VARIANTS`) at
+    :func:`core_config` and ``core`` (``CoreConfig()`` by default)."""
     from ..hdl.core import KaleidoAttentionCore
 
-    if variant == "kaleido":
-        return KaleidoAttentionCore(config, core)
-    if variant == "kaleido_1x1":
-        return KaleidoAttentionCore(config.replace(sub_arrays=SMALL_ARRAYS), core)
-    return KaleidoAttentionCore(config, core, variant=variant)
+    if key not in CORE_VARIANTS:
+        raise ValueError(f"unknown core {key!r}; known: {sorted(CORE_VARIANTS)}")
+    variant = CORE_VARIANTS[key][1]
+    return KaleidoAttentionCore(core_config(key), core or CoreConfig(), variant=variant)
+
+
+def core_verilog(key: str, core: CoreConfig | None = None) -> str:
+    """The emitted Verilog of core ``key`` (top module ``core``)."""
+    return verilog.convert(core_design(key, core), name="core", emit_src=False)
 
 
 def _number(value) -> int:
@@ -109,7 +119,10 @@ def classify_memories(mems: dict, top: str, min_words: int = MACRO_MIN_WORDS) ->
     each ``{cell name: {"words", "width", "bits", "read_ports",
     "write_ports", "read"}}`` (``read``: ``"sync"`` when every read port is
     clocked, else ``"async"``). A buffer is a memory the design declared
-    (not a ``proc_rom`` case table) with at least ``min_words`` words."""
+    (not a ``proc_rom`` case table) with at least ``min_words`` words. A
+    design without memories has an empty list."""
+    if not mems["modules"]:  # no memory selected: Yosys writes no module
+        return {}, {}
     module = mems["modules"].get(top)
     if module is None:
         raise ValueError(f"no module {top!r} in the memory list; modules: {sorted(mems['modules'])}")
@@ -214,9 +227,45 @@ def core_area(entry: dict, data_path=None, data: dict | None = None) -> dict:
     return {"logic": logic, "buffers": sram, "total": logic + sram}
 
 
+#: how the report counts a buffer read combinationally (``read: "async"``)
+ASYNC_READ_NOTE = (
+    "a buffer read combinationally (read: async) is counted as an SRAM macro of the same bits, as a macro with "
+    "a registered read would be built: its bits at the SRAM bit cell, no logic for its storage; on a chip its "
+    "read would take one more cycle, which the RTL and the cycle counts do not include"
+)
+
+
+def _overheads(k: dict, d: dict, paper: dict, per_array: float, per_transistor: float | None) -> dict:
+    """Core entry ``k``'s area overheads over the dense core's ``d``."""
+    ka, da = k["area_mm2"], d["area_mm2"]
+    over = {
+        "total": (ka["total"] - da["total"]) / da["total"],
+        "logic": (ka["logic"] - da["logic"]) / da["logic"],
+        "at_paper_buffers": (ka["logic"] - da["logic"]) / (da["logic"] + per_array),
+        "paper": paper["arrays_overhead"] + paper["dispatcher_overhead"],
+    }
+    if per_transistor is not None:
+        kt, dt = k["transistors"], d["transistors"]
+        over["at_paper_buffers_calibrated"] = (kt - dt) * per_transistor / (dt * per_transistor + per_array)
+    return over
+
+
+def _with_area(entry: dict, data: dict) -> dict:
+    """A core entry with ``area_mm2`` and its combinationally read buffers
+    named (``async_read_buffers``, ``async_read_bits``)."""
+    async_read = sorted(n for n, b in entry.get("buffers", {}).items() if b.get("read") == "async")
+    return dict(
+        entry,
+        area_mm2=core_area(entry, data=data),
+        async_read_buffers=async_read,
+        async_read_bits=sum(entry["buffers"][n]["bits"] for n in async_read),
+    )
+
+
 def core_report(entries: dict, designs: dict | None = None, data_path=None) -> dict:
-    """``report["core"]``: each core's entry with its ``area_mm2``, and the
-    Kaleido core's area overhead over the dense one:
+    """``report["core"]``: each core's entry with its ``area_mm2``, and
+    every Kaleido core's area overhead over the dense one under
+    ``overhead_<key>``:
 
     * ``total``: as built (logic and each core's own buffers);
     * ``logic``: logic only;
@@ -229,13 +278,14 @@ def core_report(entries: dict, designs: dict | None = None, data_path=None) -> d
       over our dense array's transistors (as :mod:`kaleido.synth.chip`'s
       calibrated estimate): the number comparable with the paper's 7.9 %.
 
-    A missing core of :data:`DEFAULT_CORES` gives ``error`` instead of the
-    overheads. Any other Kaleido core synthesized (``"kaleido_1x1"``) gets
-    the same overheads over the dense core under ``overhead_<key>``."""
+    Without the dense core there are no overheads (``error``); a core of
+    :data:`DEFAULT_CORES` without a result is named in ``missing``."""
     data = _area_data(data_path)
+    out: dict = {k: _with_area(e, data) for k, e in entries.items()}
     missing = [k for k in DEFAULT_CORES if k not in entries]
-    out: dict = {k: dict(e, area_mm2=core_area(e, data=data)) for k, e in entries.items()}
     if missing:
+        out["missing"] = missing
+    if "dense" not in entries or len(entries) < 2:
         out["error"] = f"cores without a synthesis result: {missing}"
         return out
     paper = data["paper"]
@@ -245,42 +295,26 @@ def core_report(entries: dict, designs: dict | None = None, data_path=None) -> d
     if dense_array:
         paper_dense_array = (paper["arrays_mm2"] - paper["arrays_overhead"] * paper["total_mm2"]) / paper["arrays"]
         per_transistor = paper_dense_array / dense_array
-    d = out["dense"]
     for key in entries:
-        if key == "dense":
-            continue
-        k = out[key]
-        ka, da = k["area_mm2"], d["area_mm2"]
-        over = {
-            "total": (ka["total"] - da["total"]) / da["total"],
-            "logic": (ka["logic"] - da["logic"]) / da["logic"],
-            "at_paper_buffers": (ka["logic"] - da["logic"]) / (da["logic"] + per_array),
-            "paper": paper["arrays_overhead"] + paper["dispatcher_overhead"],
-        }
-        if per_transistor is not None:
-            kt, dt = k["transistors"], d["transistors"]
-            over["at_paper_buffers_calibrated"] = (kt - dt) * per_transistor / (dt * per_transistor + per_array)
-        out[_overhead_key(key)] = over
+        if key != "dense":
+            out[_overhead_key(key)] = _overheads(out[key], out["dense"], paper, per_array, per_transistor)
     out["assumptions"] = {
         "macro_min_words": MACRO_MIN_WORDS,
         "logic": data["logic"]["source"],
         "sram": data["sram"]["source"],
         "paper_buffer_mm2_per_array": per_array,
+        "async_read_buffers": ASYNC_READ_NOTE,
     }
     if per_transistor is not None:
         out["assumptions"]["calibrated_mm2_per_transistor"] = per_transistor
     return out
 
 
-def core_table(report: dict) -> list[str]:
-    """Markdown lines of ``report["core"]`` (empty without it)."""
-    core = report.get("core")
-    if not core:
-        return []
+def _core_rows(core: dict) -> list[str]:
     lines = [
-        "| core | logic cells | flip-flops | transistors | gate depth | buffers | buffer bits | "
-        "logic mm^2 | buffers mm^2 | total mm^2 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| core | method | logic cells | flip-flops | transistors | gate depth | buffers | buffer bits | "
+        "of them read async | logic mm^2 | buffers mm^2 | total mm^2 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in CORE_VARIANTS:
         e = core.get(key)
@@ -288,75 +322,187 @@ def core_table(report: dict) -> list[str]:
             continue
         a = e["area_mm2"]
         lines.append(
-            f"| {key} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['gate_depth']} | "
-            f"{len(e['buffers'])} | {e['buffer_bits']:,} | {a['logic']:.4f} | {a['buffers']:.4f} | {a['total']:.4f} |"
+            f"| {key} | {e.get('method', 'flattened')} | {e['cells']:,} | {e['flip_flops']:,} | "
+            f"{e['transistors']:,} | {e['gate_depth']} | {len(e['buffers'])} | {e['buffer_bits']:,} | "
+            f"{e.get('async_read_bits', 0):,} | {a['logic']:.4f} | {a['buffers']:.4f} | {a['total']:.4f} |"
         )
+    return lines
+
+
+def _overhead_rows(core: dict) -> list[str]:
     keys = [k for k in CORE_VARIANTS if k != "dense" and _overhead_key(k) in core]
-    if keys:
-        over = [core[_overhead_key(k)] for k in keys]
+    if not keys:
+        return []
+    over = [core[_overhead_key(k)] for k in keys]
 
-        def row(label: str, field: str) -> str:
-            return f"| {label} | " + " | ".join(f"{o[field]:.1%}" for o in over) + " |"
+    def row(label: str, field: str) -> str:
+        return f"| {label} | " + " | ".join(f"{o[field]:.1%}" for o in over) + " |"
 
-        lines += [
-            "",
-            "| area overhead over the dense core | " + " | ".join(f"{k} core" for k in keys) + " |",
-            "|---|" + "---|" * len(keys),
-            row("as built (logic + its own buffers)", "total"),
-            row("logic only", "logic"),
-            row("logic + the paper's buffer area per array", "at_paper_buffers"),
-            *(
-                [row("the same, logic at the paper's area per transistor", "at_paper_buffers_calibrated")]
-                if all("at_paper_buffers_calibrated" in o for o in over)
-                else []
-            ),
-            row("the paper (table 2: arrays + dispatchers)", "paper"),
-        ]
+    return [
+        "",
+        "| area overhead over the dense core | " + " | ".join(f"{k} core" for k in keys) + " |",
+        "|---|" + "---|" * len(keys),
+        row("as built (logic + its own buffers)", "total"),
+        row("logic only", "logic"),
+        row("logic + the paper's buffer area per array", "at_paper_buffers"),
+        *(
+            [row("the same, logic at the paper's area per transistor", "at_paper_buffers_calibrated")]
+            if all("at_paper_buffers_calibrated" in o for o in over)
+            else []
+        ),
+        row("the paper (table 2: arrays + dispatchers)", "paper"),
+    ]
+
+
+def core_table(report: dict) -> list[str]:
+    """Markdown lines of ``report["core"]`` (empty without it): each core,
+    its overheads over the dense core, and how buffers read
+    combinationally are counted."""
+    core = report.get("core")
+    if not core:
+        return []
+    lines = _core_rows(core) + _overhead_rows(core)
+    if any(core.get(k, {}).get("async_read_bits") for k in CORE_VARIANTS):
+        lines += ["", f"Buffers: {ASYNC_READ_NOTE}."]
     if "error" in core:
         lines += ["", f"Core comparison incomplete: {core['error']}."]
     return lines
 
 
-def run_cores(
-    config: KaleidoConfig,
-    core: CoreConfig,
-    root: str = "build/synth",
-    variants: tuple = DEFAULT_CORES,
-    pool=None,
-    wait: bool = True,
-) -> dict:
-    """Every core of ``variants`` through :func:`synth_core`, in ``pool`` (an
-    executor) when given. Returns ``{"entries": {...}, "failures": {...}}``,
-    or with ``wait=False`` the submitted jobs for :func:`collect_cores`."""
-    jobs = {}
-    for key in variants:
-        if key not in CORE_VARIANTS:
-            raise ValueError(f"unknown core {key!r}; known: {sorted(CORE_VARIANTS)}")
-        name = "core" if key == "kaleido" else f"{key}_core"
-        args = (name, _CoreFactory(CORE_VARIANTS[key], config, core), root)
-        jobs[key] = pool.submit(synth_core, *args) if pool is not None else args
-    return collect_cores(jobs) if wait else jobs
+class CoreRun:
+    """The cores of ``keys`` (:data:`CORE_VARIANTS`) synthesized in
+    ``pool``: each core elaborated in a worker, then every distinct module
+    of it (:mod:`kaleido.synth.hier`) not in ``cache`` and not already
+    submitted by another core, largest first; a core of ``flatten`` goes
+    whole through :func:`synth_core` instead (``synth -flatten``).
+    :meth:`collect` waits and sums."""
 
+    def __init__(
+        self,
+        keys: tuple,
+        root: str,
+        pool,
+        cache,
+        flatten: tuple = (),
+        core: CoreConfig | None = None,
+        verilog: dict[str, str] | None = None,
+    ):
+        from .flow import LOGIC_STEPS, tool_version
+        from .hier import FLOW_ID
 
-def collect_cores(jobs: dict) -> dict:
-    """``{"entries", "failures"}`` of :func:`run_cores`' jobs (futures, or
-    the arguments of :func:`synth_core` to run here)."""
-    from .flow import failure_entry
+        for key in () if verilog else keys:
+            if key not in CORE_VARIANTS:
+                raise ValueError(f"unknown core {key!r}; known: {sorted(CORE_VARIANTS)}")
+        self.root, self.pool, self.cache, self.core = root, pool, cache, core or CoreConfig()
+        self.salt = (FLOW_ID, tool_version("yosys"), str(MACRO_MIN_WORDS), LOGIC_STEPS)
+        self.flat = {k: pool.submit(synth_core, f"{k}_core_flat", _CoreFactory(k, self.core), root) for k in flatten}
+        if verilog is not None:  # designs given as Verilog (any top), not cores to elaborate
+            self.elab = {k: _Done(text) for k, text in verilog.items()}
+        else:
+            self.elab = {k: pool.submit(core_verilog, k, self.core) for k in keys if k not in flatten}
+        self.jobs: dict = {}  # module hash -> future or cached result
+        self.done: dict = {}  # key -> (Verilog, modules, hashes)
+        self.failures: dict = {}
 
-    entries, failures = {}, {}
-    for key, job in jobs.items():
+    def submit(self) -> None:
+        """Wait for the elaborations and submit every distinct module not
+        cached, the largest first over all cores."""
+        from .flow import failure_entry
+        from .hier import cache_key, module_hashes, module_source, split_modules, synth_module
+
+        todo = {}
+        for key, fut in self.elab.items():
+            try:
+                text = fut.result()
+                mods = split_modules(text)
+                self.done[key] = (text, mods, module_hashes(mods))
+            except Exception as err:
+                self.failures[f"core:{key}"] = failure_entry(err)
+                continue
+            for name, h in self.done[key][2].items():
+                if h not in self.jobs and h not in todo:
+                    cached = self.cache.get(cache_key(*self.salt, h))
+                    if cached is not None:
+                        self.jobs[h] = cached
+                    else:
+                        todo[h] = (mods, name)
+        for h, (mods, name) in sorted(todo.items(), key=lambda kv: -_size(kv[1][0][kv[1][1]])):
+            work = os.path.join(self.root, "modules", h[:16])
+            children = sorted(set(mods[name].children))
+            self.jobs[h] = self.pool.submit(synth_module, module_source(mods, name), work, children)
+
+    def _result(self, h: str, name: str) -> dict:
+        from .hier import cache_key
+
+        job = self.jobs[h]
+        if isinstance(job, dict):
+            return job
         try:
-            entries[key] = synth_core(*job) if isinstance(job, tuple) else job.result()
+            value = job.result()
         except Exception as err:
-            failures[f"core:{key}"] = failure_entry(err)
-    return {"entries": entries, "failures": failures}
+            err.module = name  # type: ignore[attr-defined]
+            raise
+        self.cache.put(cache_key(*self.salt, h), value)
+        self.jobs[h] = value
+        return value
+
+    def collect(self, progress: Callable[[str], None] = lambda s: None) -> dict:
+        """``{"entries": {key: entry}, "failures": {"core:<key>": ...}}``."""
+        from .flow import failure_entry
+
+        if not self.done and self.elab:
+            self.submit()
+        entries = {}
+        for key, (text, mods, hashes) in self.done.items():
+            try:
+                entries[key] = self._entry(text, mods, hashes)
+            except Exception as err:
+                self.failures[f"core:{key}"] = dict(failure_entry(err), module=getattr(err, "module", None))
+            else:
+                progress(f"core {key}: {entries[key]['transistors']:,} transistors (hierarchical)")
+        for key, fut in self.flat.items():
+            try:
+                entries[key] = dict(fut.result(), method="flattened")
+            except Exception as err:
+                self.failures[f"core:{key}"] = failure_entry(err)
+        return {"entries": entries, "failures": dict(self.failures)}
+
+    def _entry(self, text: str, mods: dict, hashes: dict) -> dict:
+        from .hier import instance_counts, sum_hierarchy, top_module
+
+        figures = {name: self._result(hashes[name], name) for name in mods}
+        top = top_module(mods)
+        counts = instance_counts(mods, top)
+        distinct = {hashes[n]: n for n in counts}
+        return {
+            **sum_hierarchy(mods, top, figures),
+            "method": "hierarchical",
+            "verilog_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "modules": sum(counts.values()),
+            "distinct_modules": len(distinct),
+            "module_seconds": round(sum(figures[n].get("seconds", 0.0) for n in distinct.values()), 1),
+        }
+
+
+class _Done:
+    """A finished job's stand-in (``result()``)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def _size(mod) -> int:
+    return sum(len(x) for x in mod.lines)
 
 
 class _CoreFactory:
     """A picklable factory of one core (crosses the process pool)."""
 
-    def __init__(self, variant: str, config: KaleidoConfig, core: CoreConfig):
-        self.variant, self.config, self.core = variant, config, core
+    def __init__(self, key: str, core: CoreConfig):
+        self.key, self.core = key, core
 
     def __call__(self) -> wiring.Component:
-        return core_design(self.variant, self.config, self.core)
+        return core_design(self.key, self.core)

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import datetime
 import functools
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from amaranth import Module
 from amaranth.back import verilog
@@ -37,10 +40,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from ..clock import core_blocks
-from ..config import CoreConfig, KaleidoConfig
+from ..config import DESIGNS as CONFIG_DESIGNS
+from ..config import KaleidoConfig
 from ..hdl.emit import DESIGNS
 from .chip import chip_estimate
-from .core import CORE_VARIANTS, DEFAULT_CORES, collect_cores, core_report, core_table, run_cores
+from .core import CORE_VARIANTS, DEFAULT_CORES, CoreRun, core_report, core_table
+from .hier import Cache, cache_key
 
 __all__ = [
     "RegisteredIO",
@@ -66,9 +71,11 @@ __all__ = [
     "logic_stats",
 ]
 
-#: report name -> emitted design
+#: report name -> emitted design (a key of :data:`kaleido.hdl.emit.DESIGNS`
+#: or of :data:`LOCAL_DESIGNS`), at :data:`BLOCK_CONFIGS` or ``one_array``
 REPORT_DESIGNS = {
     "baseline_pe": "mac_pe",
+    "baseline_pe_1stage": "mac_pe_1stage",
     "kaleido_pe": "kaleido_pe",
     "baseline_array": "dense_array",
     "kaleido_array": "kaleido_array",
@@ -79,7 +86,37 @@ REPORT_DESIGNS = {
     "pv_dispatcher": "pv_dispatcher",
     "softmax": "softmax",
     "output_scaler": "output_scaler",
+    "kaleido_array_set": "array_set",
+    "pv_tile": "pv_tile",
+    "tile_softmax": "tile_softmax",
+    "o_accumulator": "o_accumulator",
 }
+
+
+def _array_set(config: KaleidoConfig) -> wiring.Component:
+    from ..hdl.array_set import ArraySet
+
+    return ArraySet(config)
+
+
+#: designs the flow builds that :mod:`kaleido.hdl.emit` does not emit
+LOCAL_DESIGNS: dict[str, Callable[[KaleidoConfig], wiring.Component]] = {"array_set": _array_set}
+
+#: the :data:`kaleido.config.DESIGNS` configuration of a block that is not
+#: ``one_array``'s (the default design's sixteen 1x1 arrays)
+BLOCK_CONFIGS = {"kaleido_array_set": "default"}
+
+
+def block_config(name: str) -> KaleidoConfig:
+    """The configuration block ``name`` of :data:`REPORT_DESIGNS` is built at."""
+    return KaleidoConfig(**CONFIG_DESIGNS[BLOCK_CONFIGS.get(name, "one_array")])
+
+
+def block_design(name: str) -> wiring.Component:
+    """Block ``name`` of :data:`REPORT_DESIGNS`, elaborated at :func:`block_config`."""
+    design = REPORT_DESIGNS[name]
+    factory = LOCAL_DESIGNS.get(design) or DESIGNS[design]
+    return factory(block_config(name))
 
 
 class RegisteredIO(wiring.Component):
@@ -290,36 +327,21 @@ def logic_stats(work: str, top: str) -> tuple[dict, int, int]:
     return cells, transistors, parse_ltp(open(os.path.join(work, "cmos_ltp.txt")).read())
 
 
-def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True) -> dict:
-    """The whole flow for one design; returns its report entry."""
-    work = work_dir(root, name)
-    top = design
-    with open(os.path.join(work, "design.v"), "w") as f:
-        f.write(verilog.convert(DESIGNS[design](config), name=top, emit_src=False))
+def _factory(design: str) -> Callable[[KaleidoConfig], wiring.Component]:
+    return LOCAL_DESIGNS.get(design) or DESIGNS[design]
+
+
+def _logic_flows(work: str, top: str) -> dict:
+    """Generic/CMOS (``synth -flatten``) and iCE40 figures of ``design.v``
+    in ``work``."""
     yosys = tool_path("yosys")
-    generic = run_tool(
-        [
-            yosys,
-            "-p",
-            f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; {LOGIC_STEPS}",
-        ],
-        work,
-        "generic.log",
-    )
-    del generic
+    script = f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; {LOGIC_STEPS}"
+    run_tool([yosys, "-p", script], work, "generic.log")
     cells, transistors, gate_depth = logic_stats(work, top)
-    run_tool(
-        [
-            yosys,
-            "-p",
-            f"{read_commands('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; "
-            "tee -o ice40_stat.json stat -json",
-        ],
-        work,
-        "ice40.log",
-    )
+    script = f"{read_commands('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; "
+    run_tool([yosys, "-p", script + "tee -o ice40_stat.json stat -json"], work, "ice40.log")
     ice = parse_stat_json(open(os.path.join(work, "ice40_stat.json")).read(), top)
-    entry = {
+    return {
         "cells": sum(cells.values()),
         "flip_flops": flip_flop_count(cells),
         "transistors": transistors,
@@ -330,33 +352,59 @@ def synth_design(name: str, design: str, config: KaleidoConfig, root: str = "bui
         "fmax_mhz": None,
         "critical_path": None,
     }
+
+
+#: nextpnr's options: the 85k part, no pins, a goal above any block's Fmax
+NEXTPNR_ARGS = ("--85k", "--json", "wrapped.json", "--out-of-context", "--freq", "400", "--timing-allow-fail")
+
+
+def _fmax_flow(work: str, wrapped: wiring.Component) -> dict:
+    """ECP5 Fmax and critical path of ``wrapped`` (:class:`RegisteredIO`)."""
+    with open(os.path.join(work, "wrapped.v"), "w") as f:
+        f.write(verilog.convert(wrapped, name="wrapped", emit_src=False))
+    script = f"{read_commands('wrapped.v', 'wrapped')} synth_ecp5 -top wrapped -json wrapped.json"
+    run_tool([tool_path("yosys"), "-p", script], work, "ecp5.log")
+    log = run_tool([tool_path("nextpnr-ecp5"), *NEXTPNR_ARGS, "--seed", "1"], work, "nextpnr.log")
+    return {"fmax_mhz": parse_fmax(log), "critical_path": parse_critical_path(log)}
+
+
+def synth_design(
+    name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True, text: str | None = None
+) -> dict:
+    """The whole flow for one design (``synth -flatten``; module
+    docstring); returns its report entry. ``text``: its Verilog when
+    already emitted."""
+    work = work_dir(root, name)
+    if text is None:
+        text = verilog.convert(_factory(design)(config), name=design, emit_src=False)
+    with open(os.path.join(work, "design.v"), "w") as f:
+        f.write(text)
+    entry = _logic_flows(work, design)
     if fmax:
-        with open(os.path.join(work, "wrapped.v"), "w") as f:
-            f.write(verilog.convert(RegisteredIO(DESIGNS[design](config)), name="wrapped", emit_src=False))
-        run_tool(
-            [yosys, "-p", f"{read_commands('wrapped.v', 'wrapped')} synth_ecp5 -top wrapped -json wrapped.json"],
-            work,
-            "ecp5.log",
-        )
-        log = run_tool(
-            [
-                tool_path("nextpnr-ecp5"),
-                "--85k",
-                "--json",
-                "wrapped.json",
-                "--out-of-context",
-                "--freq",
-                "400",
-                "--timing-allow-fail",
-                "--seed",
-                "1",
-            ],
-            work,
-            "nextpnr.log",
-        )
-        entry["fmax_mhz"] = parse_fmax(log)
-        entry["critical_path"] = parse_critical_path(log)
+        entry.update(_fmax_flow(work, RegisteredIO(_factory(design)(config))))
     return entry
+
+
+#: what a block's cache key holds besides its Verilog: this flow's steps
+BLOCK_FLOW_ID = "block-1"
+
+
+def synth_block(name: str, root: str = "build/synth", fmax: bool = True) -> dict:
+    """Block ``name`` of :data:`REPORT_DESIGNS` through :func:`synth_design`,
+    or its cached entry (``root/cache``, keyed by the hash of its Verilog,
+    the flow and the tools). The entry has ``verilog_sha256`` and
+    ``cached`` (whether it came from the cache)."""
+    design = REPORT_DESIGNS[name]
+    text = verilog.convert(block_design(name), name=design, emit_src=False)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    tools = [tool_version("yosys")] + ([tool_version("nextpnr-ecp5"), " ".join(NEXTPNR_ARGS)] if fmax else [])
+    key = cache_key(BLOCK_FLOW_ID, LOGIC_STEPS, str(fmax), *tools, sha)
+    cache = Cache(os.path.join(root, "cache"))
+    entry = cache.get(key)
+    if entry is None:
+        entry = synth_design(name, design, block_config(name), root, fmax, text)
+        cache.put(key, entry)
+    return dict(entry, verilog_sha256=sha, cached=cache.hits > 0)
 
 
 def _table(report: dict) -> list:
@@ -473,56 +521,88 @@ def failure_entry(err: BaseException) -> dict:
     }
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _git(*args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except OSError:
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def provenance() -> dict:
+    """Where a report comes from: the checkout's HEAD, whether tracked
+    files differ from it, the date (UTC) and the tools' versions."""
+    import amaranth
+
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if status is None else bool(status),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "tools": {
+            **{t: tool_version(t) for t in ("yosys", "nextpnr-ecp5")},
+            "amaranth": amaranth.__version__,
+            "python": sys.version.split()[0],
+        },
+    }
+
+
+def _collect_blocks(pending: dict, report: dict, progress: Callable[[str], None], t0: float) -> dict:
+    """Block results into ``report`` (``designs``, ``failures``); returns
+    the cache's ``{"hits", "misses"}`` over them."""
+    count = {"hits": 0, "misses": 0}
+    for n, fut in pending.items():
+        try:
+            entry = fut.result()
+        except Exception as err:
+            report["failures"][n] = failure_entry(err)
+            progress(f"  [{time.time() - t0:6.1f} s] {n}: FAILED: {report['failures'][n]['error']}")
+            continue
+        count["hits" if entry.pop("cached") else "misses"] += 1
+        report["designs"][n] = entry
+        progress(f"  [{time.time() - t0:6.1f} s] {n}: {entry['transistors']:,} transistors, {entry['fmax_mhz']} MHz")
+    return count
+
+
 def run_flow(
     names: list,
-    config: KaleidoConfig,
     root: str = "build/synth",
     *,
     fmax: bool = True,
     jobs: int = 2,
-    progress=print,
+    progress: Callable[[str], None] = print,
     cores: tuple = (),
-    core_config: CoreConfig | None = None,
+    flatten: tuple = (),
 ) -> dict:
-    """Every design of ``names`` through :func:`synth_design`, and every core
-    of ``cores`` (keys of :data:`~kaleido.synth.core.CORE_VARIANTS`) through
-    :func:`~kaleido.synth.core.synth_core` into ``report["core"]``; a design
-    that fails is recorded under ``failures`` (tool, version, exit code, log
-    and its tail) and the others still complete."""
+    """Every block of ``names`` through :func:`synth_block` and every core of
+    ``cores`` (keys of :data:`~kaleido.synth.core.CORE_VARIANTS`)
+    hierarchically (:class:`~kaleido.synth.core.CoreRun`; those of
+    ``flatten`` flattened) into ``report["core"]``, all on ``jobs``
+    processes and cached in ``root/cache``. A design that fails is recorded
+    under ``failures`` (tool, version, exit code, log and its tail) and the
+    others still complete."""
     t0 = time.time()
-    report: dict = {
-        "config": {
-            "batch": config.batch,
-            "acc_width": config.acc_width,
-            "accumulators": config.accumulators,
-            "array": [config.array_rows, config.array_cols],
-        },
-        "tools": {t: tool_version(t) for t in ("yosys", "nextpnr-ecp5")},
-        "designs": {},
-        "failures": {},
-    }
+    report: dict = {"provenance": provenance(), "designs": {}, "failures": {}}
+    report["tools"] = {t: report["provenance"]["tools"][t] for t in ("yosys", "nextpnr-ecp5")}
+    cache = Cache(os.path.join(root, "cache"))
     with futures.ProcessPoolExecutor(jobs) as pool:
-        core_jobs = None
-        if cores:  # first: the longest jobs
-            core_jobs = run_cores(config, core_config or CoreConfig(), root, cores, pool=pool, wait=False)
-        pending = {n: pool.submit(synth_design, n, REPORT_DESIGNS[n], config, root, fmax) for n in names}
-        for n in names:
-            try:
-                report["designs"][n] = pending[n].result()
-            except Exception as err:
-                report["failures"][n] = failure_entry(err)
-                progress(f"  [{time.time() - t0:6.1f} s] {n}: FAILED: {report['failures'][n]['error']}")
-            else:
-                progress(f"  [{time.time() - t0:6.1f} s] {n}: {report['designs'][n]}")
-        if core_jobs is not None:
-            done = collect_cores(core_jobs)
+        core_run = CoreRun(cores, root, pool, cache, flatten) if cores or flatten else None
+        if core_run is not None:
+            core_run.submit()  # the elaborations, then every module largest first; the blocks fill in
+        pending = {n: pool.submit(synth_block, n, root, fmax) for n in names}
+        count = _collect_blocks(pending, report, progress, t0)
+        if core_run is not None:
+            done = core_run.collect(progress)
             report["failures"].update(done["failures"])
             report["core"] = core_report(done["entries"], report["designs"])
-            progress(f"  [{time.time() - t0:6.1f} s] cores: {sorted(done['entries'])}")
+    report["cache"] = {"hits": count["hits"] + cache.hits, "misses": count["misses"] + cache.misses}
     report["ratios"] = ratios(report)
     report["goals"] = timing_goals(report)
     report["chip"] = chip_estimate(report["designs"])  # issue 15: area at the paper's denominator (synth/chip.py)
-    report["seconds"] = round(time.time() - t0, 1)
+    report["wall_seconds"] = round(time.time() - t0, 1)
     return report
 
 
@@ -530,10 +610,14 @@ def write_table(report: dict, path: str) -> list[str]:
     """The markdown of a report (designs, ratios, goals, failures), written
     to ``path`` (``docs/SYNTH_TABLE.md`` for ``make synth``); returns its lines."""
     tools = ", ".join(f"{t} {v}" for t, v in report["tools"].items())
+    prov = report.get("provenance", {})
+    commit = (prov.get("git_commit") or "unknown")[:10] + (" with uncommitted changes" if prov.get("git_dirty") else "")
+    cache = report.get("cache", {})
     lines = [
         "<!-- generated by `make synth` (python -m kaleido.synth.flow) -->",
         "",
-        f"Tools: {tools}.",
+        f"Measured on {commit}, {prov.get('date', 'date unknown')}, in {report.get('wall_seconds', '?')} s "
+        f"(cache: {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses). Tools: {tools}.",
         "",
         *_table(report),
         "",
@@ -561,7 +645,7 @@ def write_table(report: dict, path: str) -> list[str]:
     return lines
 
 
-def main(argv: list | None = None) -> int:
+def _parse(argv: list | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="Yosys/nextpnr area and Fmax of the Kaleido designs")
     ap.add_argument("--root", default="build/synth")
     ap.add_argument("--designs", default=",".join(REPORT_DESIGNS))
@@ -569,44 +653,58 @@ def main(argv: list | None = None) -> int:
     ap.add_argument(
         "--cores",
         default=None,
-        help="the whole cores to synthesize beside the blocks (comma-separated of "
-        f"{','.join(CORE_VARIANTS)}; empty: none; default: {','.join(DEFAULT_CORES)}, or none when --designs "
-        "picks blocks)",
+        help="the whole cores to synthesize beside the blocks, hierarchically (comma-separated of "
+        f"{','.join(CORE_VARIANTS)}; empty: none; default: all, or none when --designs picks blocks)",
     )
+    ap.add_argument("--flatten", default="", help="cores to synthesize flattened instead (slow: tens of minutes)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
     args = ap.parse_args(argv)
-    cfg = KaleidoConfig.one_array()  # the blocks of one 4x4 pass; "kaleido_1x1" is the default design's core
-    names = [n for n in args.designs.split(",") if n]
-    for n in names:
+    args.names = [n for n in args.designs.split(",") if n]
+    for n in args.names:
         if n not in REPORT_DESIGNS:
             raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
     if args.cores is None:  # the whole run, or only the blocks a user named
         args.cores = ",".join(DEFAULT_CORES) if args.designs == ap.get_default("designs") else ""
-    cores = tuple(c for c in args.cores.split(",") if c)
-    for c in cores:
+    args.flatten = tuple(c for c in args.flatten.split(",") if c)
+    args.cores = tuple(c for c in args.cores.split(",") if c and c not in args.flatten)
+    for c in (*args.cores, *args.flatten):
         if c not in CORE_VARIANTS:
             raise SystemExit(f"unknown core {c!r}; known: {sorted(CORE_VARIANTS)}")
-    os.makedirs(args.root, exist_ok=True)
-    report = run_flow(names, cfg, args.root, fmax=not args.no_fmax, jobs=args.jobs, cores=cores)
-    with open(os.path.join(args.root, "report.json"), "w") as f:
-        json.dump(report, f, indent=2)
-    lines = write_table(report, args.doc)
-    print("\n".join(lines))
-    print(
-        f"synth: {len(report['designs'])} designs in {report['seconds']} s; report in "
-        f"{os.path.join(args.root, 'report.json')}"
-    )
+    return args
+
+
+def _print_failures(report: dict, designs: int) -> None:
     for n, e in report["failures"].items():
         print(f"\nsynth: design {n} FAILED: {e['error']}", file=sys.stderr)
         if e["tail"]:
             print(f"  last lines of {e['log']}:", file=sys.stderr)
             print("\n".join("    " + line for line in e["tail"]), file=sys.stderr)
+    print(
+        f"synth: {len(report['failures'])} of {designs} designs failed: " + ", ".join(report["failures"]),
+        file=sys.stderr,
+    )
+
+
+def main(argv: list | None = None) -> int:
+    """``make synth``: the flow, ``root/report.json`` and the table; 1 when
+    a design failed."""
+    args = _parse(argv)
+    os.makedirs(args.root, exist_ok=True)
+    report = run_flow(
+        args.names, args.root, fmax=not args.no_fmax, jobs=args.jobs, cores=args.cores, flatten=args.flatten
+    )
+    with open(os.path.join(args.root, "report.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    lines = write_table(report, args.doc)
+    print("\n".join(lines))
+    print(
+        f"synth: {len(report['designs'])} designs and {len(report.get('core', {}))} core entries in "
+        f"{report['wall_seconds']} s (cache {report['cache']['hits']} hits, {report['cache']['misses']} misses); "
+        f"report in {os.path.join(args.root, 'report.json')}"
+    )
     if report["failures"]:
-        print(
-            f"synth: {len(report['failures'])} of {len(names)} designs failed: " + ", ".join(report["failures"]),
-            file=sys.stderr,
-        )
+        _print_failures(report, len(args.names) + len(args.cores) + len(args.flatten))
         return 1
     return 0
 

@@ -5,7 +5,9 @@ failure handling; the full set of designs runs behind `make synth`."""
 
 import json
 import os
+import shutil
 import stat
+import subprocess
 
 import pytest
 
@@ -111,11 +113,16 @@ def test_flow_on_the_baseline_pe(tmp_path):
     entry = synth_design(
         "baseline_pe", "mac_pe", KaleidoConfig.one_array(), root=workdir(tmp_path, "synth"), fmax=False
     )
+    one_stage = synth_design(
+        "baseline_pe_1stage", "mac_pe_1stage", KaleidoConfig.one_array(), root=workdir(tmp_path, "synth"), fmax=False
+    )
     # a 20-bit accumulator, a 20-bit drain register and its valid, the forwarded
     # a, b and control (slot, last): 20 + 21 + 8 + 8 + 2, less one because the
     # drain valid and the forwarded last are the same register (merged); the
     # MAC's tile phase is constant and optimised away
-    assert entry["flip_flops"] == 58
+    assert one_stage["flip_flops"] == 58
+    # the product register: the 16-bit gated product and `last` beside it
+    assert entry["flip_flops"] == 58 + 17
     assert entry["transistors"] > 16 * entry["flip_flops"]
     assert entry["luts"] > 50 and entry["fmax_mhz"] is None
 
@@ -176,10 +183,11 @@ def _fake_yosys(tmp_path, fail_in: str, how: str) -> str:
 def test_make_synth_reports_a_failing_design_and_finishes_the_others(tmp_path, monkeypatch, capsys, how):
     monkeypatch.setenv("KALEIDO_YOSYS", _fake_yosys(tmp_path, "kaleido_pe", how))
     root, doc = workdir(tmp_path, "synth"), str(tmp_path / "table.md")
+    shutil.rmtree(root, ignore_errors=True)  # a relative work dir may outlive tmp_path, and its cache
     rc = main(["--designs", "baseline_pe,kaleido_pe", "--no-fmax", "--root", root, "--doc", doc])
     assert rc == 1
     report = json.load(open(os.path.join(root, "report.json")))
-    assert report["designs"]["baseline_pe"]["flip_flops"] == 58  # the other design completed
+    assert report["designs"]["baseline_pe"]["flip_flops"] == 75  # the other design completed
     fail = report["failures"]["kaleido_pe"]
     assert fail["tool"] == "yosys" and "Yosys" in fail["version"]
     assert fail["returncode"] == (3 if how == "exit" else -11)
@@ -225,3 +233,40 @@ def test_version_line_skips_the_first_run_note():
     assert version_line(first_run) == version
     assert version_line("Yosys 0.69 (git sha1 9f75ca1f9)\n") == "Yosys 0.69 (git sha1 9f75ca1f9)"
     assert version_line("\n") is None
+
+
+def test_report_provenance_and_the_block_cache(tmp_path):
+    """The report names its commit, tools and each design's Verilog hash; a
+    rerun takes every block from the cache (no misses) with the same
+    figures (a changed module is re-synthesized: tb/test_synth_core.py)."""
+    root, doc = workdir(tmp_path, "synth"), str(tmp_path / "table.md")
+    shutil.rmtree(root, ignore_errors=True)
+    argv = ["--designs", "baseline_pe,baseline_pe_1stage", "--no-fmax", "--root", root, "--doc", doc]
+    assert main(argv) == 0
+    first = json.load(open(os.path.join(root, "report.json")))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    prov = first["provenance"]
+    assert prov["git_commit"] == head and isinstance(prov["git_dirty"], bool) and prov["date"][:2] == "20"
+    assert "Yosys" in prov["tools"]["yosys"] and "amaranth" in prov["tools"]
+    shas = {n: e["verilog_sha256"] for n, e in first["designs"].items()}
+    assert len(set(shas.values())) == 2 and all(len(h) == 64 for h in shas.values())
+    assert first["cache"] == {"hits": 0, "misses": 2} and first["wall_seconds"] > 0
+    assert main(argv) == 0
+    second = json.load(open(os.path.join(root, "report.json")))
+    assert second["cache"] == {"hits": 2, "misses": 0} and second["designs"] == first["designs"]
+    assert head[:10] in open(doc).read()
+
+
+def test_synth_bench_times_a_cold_run_in_its_own_build_dir(tmp_path):
+    """`make bench`'s synth benchmark runs the flow in a scratch root (its
+    report and table there, docs/ untouched) and reads back the wall time
+    and the cache counts."""
+    from kaleido.bench.synth import GOAL_SECONDS, run
+
+    root = workdir(tmp_path, "bench")
+    shutil.rmtree(root, ignore_errors=True)
+    table = open("docs/SYNTH_TABLE.md").read()
+    out = run(root, 1, ("--designs", "baseline_pe", "--no-fmax"))
+    assert out["returncode"] == 0 and out["failures"] == [] and out["cache"] == {"hits": 0, "misses": 1}
+    assert 0 < out["wall_seconds"] < GOAL_SECONDS == 600
+    assert os.path.exists(os.path.join(root, "table.md")) and open("docs/SYNTH_TABLE.md").read() == table

@@ -4,9 +4,10 @@ memories and case tables stay logic, and the area and overhead arithmetic.
 The cores themselves run behind ``make synth`` (tens of minutes)."""
 
 import json
+import shutil
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -106,67 +107,88 @@ def _entry(transistors: int, bits: int) -> dict:
         "gate_depth": 1,
         "buffers": {},
         "buffer_bits": bits,
+        "method": "hierarchical",
     }
 
 
 def test_core_report_overheads():
-    rep = core_report({"kaleido": _entry(1_200_000, 1_000_000), "dense": _entry(1_000_000, 900_000)})
-    k, d = rep["kaleido"]["area_mm2"], rep["dense"]["area_mm2"]
+    rep = core_report({"one_array": _entry(1_200_000, 1_000_000), "dense": _entry(1_000_000, 900_000)})
+    k, d = rep["one_array"]["area_mm2"], rep["dense"]["area_mm2"]
     # 28.88 MTr/mm^2 at 70 % utilisation; 0.07 um^2 cells at 75 % efficiency
     assert d["logic"] == pytest.approx(1_000_000 / (28.88e6 * 0.7))
     assert k["buffers"] == pytest.approx(1_000_000 * 0.07 / 0.75 * 1e-6)
-    o = rep["overhead"]
+    o = rep["overhead_one_array"]
     assert o["logic"] == pytest.approx(0.2)
     assert o["total"] == pytest.approx((k["total"] - d["total"]) / d["total"])
     assert o["at_paper_buffers"] == pytest.approx((k["logic"] - d["logic"]) / (d["logic"] + 68.4 / 16384))
     assert o["paper"] == pytest.approx(0.079)
     assert "at_paper_buffers_calibrated" not in o
+    assert rep["missing"] == ["default", "paper"]
     # calibrated: the paper's dense array area (25.1 - 0.066 x 94.8 mm^2 over
     # 16,384 arrays) over our dense array's transistors
-    pair = {"kaleido": _entry(1_200_000, 1), "dense": _entry(1_000_000, 1)}
+    pair = {"one_array": _entry(1_200_000, 1), "dense": _entry(1_000_000, 1)}
     cal = core_report(pair, {"baseline_array": {"transistors": 100_000}})
     f = (25.1 - 0.066 * 94.8) / 16384 / 100_000
     per_array = 68.4 / 16384
-    assert cal["overhead"]["at_paper_buffers_calibrated"] == pytest.approx(200_000 * f / (1_000_000 * f + per_array))
+    assert cal["overhead_one_array"]["at_paper_buffers_calibrated"] == pytest.approx(
+        200_000 * f / (1_000_000 * f + per_array)
+    )
     assert any("logic only | 20.0%" in line for line in core_table({"core": rep}))
 
 
-def test_core_report_prices_the_small_array_core_beside_the_default():
-    """The optional 16 1x1-array core gets its own overheads over the same
-    dense core, and the table a column for it."""
+def test_core_report_prices_every_design_against_the_same_dense_core():
+    """Each Kaleido core gets its own overheads over the dense core, and
+    the table a column for it, in DESIGNS order."""
     entries = {
-        "kaleido": _entry(1_200_000, 1_000_000),
+        "one_array": _entry(1_200_000, 1_000_000),
         "dense": _entry(1_000_000, 900_000),
-        "kaleido_1x1": _entry(1_500_000, 1_000_000),
+        "default": _entry(1_500_000, 1_000_000),
     }
     rep = core_report(entries, {"baseline_array": {"transistors": 100_000}})
-    assert rep["overhead"]["logic"] == pytest.approx(0.2)
-    assert rep["overhead_kaleido_1x1"]["logic"] == pytest.approx(0.5)
-    assert "at_paper_buffers_calibrated" in rep["overhead_kaleido_1x1"]
+    assert rep["overhead_one_array"]["logic"] == pytest.approx(0.2)
+    assert rep["overhead_default"]["logic"] == pytest.approx(0.5)
+    assert "at_paper_buffers_calibrated" in rep["overhead_default"]
     table = core_table({"core": rep})
-    assert "| logic only | 20.0% | 50.0% |" in table
-    assert any(line.startswith("| kaleido_1x1 | ") for line in table)
-    # without the default pair there is no comparison, whatever else ran
-    assert "error" in core_report({"kaleido_1x1": entries["kaleido_1x1"], "dense": entries["dense"]})
+    assert "| logic only | 50.0% | 20.0% |" in table
+    assert any(line.startswith("| default | hierarchical | ") for line in table)
+    # without the dense core there is no comparison, whatever else ran
+    assert "error" in core_report({"default": entries["default"], "one_array": entries["one_array"]})
 
 
-def test_core_design_puts_the_small_core_on_sixteen_arrays(monkeypatch):
+def test_core_report_says_how_a_combinationally_read_buffer_is_counted():
+    e = _entry(1_000, 2_048)
+    e["buffers"] = {
+        "pv.s": {"words": 64, "width": 16, "bits": 1024, "read": "async"},
+        "engine.q": {"words": 64, "width": 16, "bits": 1024, "read": "sync"},
+    }
+    rep = core_report({"one_array": e, "dense": _entry(1_000, 0)})
+    assert rep["one_array"]["async_read_buffers"] == ["pv.s"] and rep["one_array"]["async_read_bits"] == 1024
+    assert "registered read" in rep["assumptions"]["async_read_buffers"]
+    # the buffer's bits are SRAM, not logic, whichever way it is read
+    assert rep["one_array"]["area_mm2"]["buffers"] == pytest.approx(2_048 * 0.07 / 0.75 * 1e-6)
+    assert any(line.startswith("Buffers: a buffer read combinationally") for line in core_table({"core": rep}))
+
+
+def test_core_design_builds_each_named_design(monkeypatch):
     import kaleido.hdl.core
-    from kaleido.config import CoreConfig, KaleidoConfig
-    from kaleido.synth.core import core_design
+    from kaleido.synth.core import CORE_VARIANTS, core_design
 
     built = []
     monkeypatch.setattr(kaleido.hdl.core, "KaleidoAttentionCore", lambda cfg, core, **kw: built.append((cfg, kw)))
-    for variant in ("kaleido_1x1", "kaleido", "dense"):
-        core_design(variant, KaleidoConfig.one_array(), CoreConfig())
-    (small, _), (one, _), (dense, kw) = built
-    assert small.sub_arrays == (1, 1) and small.n_arrays == 16
-    assert one.sub_arrays is None and dense.sub_arrays is None and kw == {"variant": "dense"}
+    for key in CORE_VARIANTS:
+        core_design(key)
+    (default, kd), (one, ko), (paper, kp), (dense, kw) = built
+    assert default.sub_arrays == (1, 1) and default.n_arrays == 16 and default.pv_pairs
+    assert one.sub_arrays is None and one.accumulators == 4 and paper.accumulators == 3
+    assert default.design == "default" and one.design == "one_array" and paper.design == "paper"
+    assert [k["variant"] for k in (kd, ko, kp, kw)] == ["kaleido", "kaleido", "kaleido", "dense"]
+    with pytest.raises(ValueError, match="unknown core 'kaleido'"):
+        core_design("kaleido")
 
 
 def test_core_report_names_a_missing_core():
-    rep = core_report({"kaleido": _entry(1_200_000, 1_000_000)})
-    assert "overhead" not in rep and "['dense']" in rep["error"]
+    rep = core_report({"one_array": _entry(1_200_000, 1_000_000)})
+    assert "overhead_one_array" not in rep and "'dense'" in rep["error"]
     assert any("incomplete" in line for line in core_table({"core": rep}))
 
 
@@ -175,23 +197,143 @@ class _Picked(Exception):
 
 
 def test_make_synth_runs_the_cores_only_on_the_whole_run(monkeypatch):
-    """`make synth` runs both cores; `--designs` alone (a block or two, as
-    the flow's own tests do) runs none of them; `--cores` picks."""
+    """`make synth` runs every core; `--designs` alone (a block or two, as
+    the flow's own tests do) runs none of them; `--cores` picks; `--flatten`
+    moves a core to the flattened flow."""
     from kaleido.synth import flow
 
-    def fake(names, config, root, **kw):
-        raise _Picked(kw["cores"])
+    def fake(names, root, **kw):
+        raise _Picked(kw["cores"], kw["flatten"])
 
     monkeypatch.setattr(flow, "run_flow", fake)
-    for argv, cores in (
-        ([], ("kaleido", "dense")),
-        (["--designs", "baseline_pe"], ()),
-        (["--designs", "baseline_pe", "--cores", "dense"], ("dense",)),
-        (["--cores="], ()),
-        (["--cores", "kaleido,dense,kaleido_1x1"], ("kaleido", "dense", "kaleido_1x1")),
+    for argv, cores, flatten in (
+        ([], ("default", "one_array", "paper", "dense"), ()),
+        (["--designs", "baseline_pe"], (), ()),
+        (["--designs", "baseline_pe", "--cores", "dense"], ("dense",), ()),
+        (["--cores="], (), ()),
+        (["--cores", "default,dense", "--flatten", "dense"], ("default",), ("dense",)),
     ):
         with pytest.raises(_Picked) as picked:
             flow.main(argv + ["--root", "build/test_synth/picked"])
-        assert picked.value.args[0] == cores, argv
+        assert picked.value.args == (cores, flatten), argv
     with pytest.raises(SystemExit, match="unknown core 'sparse'"):
         flow.main(["--cores", "sparse"])
+
+
+class Leaf(wiring.Component):
+    """A registered 8-bit adder with a register of ``extra`` bits more."""
+
+    def __init__(self, extra: int = 0):
+        self.extra = extra
+        super().__init__({"a": In(8), "b": In(8), "y": Out(9 + extra)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.y.eq(self.a + self.b + Const(0, self.extra))
+        return m
+
+
+class TwoLeaves(wiring.Component):
+    """Two instances of :class:`Leaf` on their own inputs and a register on
+    their sum: a two-level design nothing can be optimised across."""
+
+    def __init__(self, extra: int = 0):
+        self.extra = extra
+        super().__init__({"a": In(8), "b": In(8), "c": In(8), "d": In(8), "y": Out(10 + extra)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.left = left = Leaf()
+        m.submodules.right = right = Leaf(self.extra)
+        m.d.comb += [left.a.eq(self.a), left.b.eq(self.b), right.a.eq(self.c), right.b.eq(self.d)]
+        m.d.sync += self.y.eq(left.y + right.y)
+        return m
+
+
+def _verilog(design) -> str:
+    from amaranth.back import verilog
+
+    return verilog.convert(design, name="two", emit_src=False)
+
+
+def test_equal_modules_hash_equal_and_a_changed_one_does_not():
+    from kaleido.synth.hier import instance_counts, module_hashes, module_source, split_modules, top_module
+
+    mods = split_modules(_verilog(TwoLeaves()))
+    assert sorted(mods) == ["\\two.left", "\\two.right", "two"]
+    assert top_module(mods) == "two" and instance_counts(mods, "two") == {"two": 1, "\\two.left": 1, "\\two.right": 1}
+    h = module_hashes(mods)
+    assert h["\\two.left"] == h["\\two.right"] != h["two"]
+    changed = module_hashes(split_modules(_verilog(TwoLeaves(extra=1))))
+    assert changed["\\two.left"] == h["\\two.left"] and changed["\\two.right"] != h["\\two.right"]
+    assert changed["two"] != h["two"]  # a parent's hash covers its children
+    src = module_source(mods, "two")
+    assert (
+        src.count("(* blackbox *)") == 2 and "module kaleido_top" in src and "assign" not in src.split("kaleido_top")[0]
+    )
+
+
+def _hier(root: str, texts: dict, jobs: int = 1) -> tuple:
+    import concurrent.futures as cf
+
+    from kaleido.synth.core import CoreRun
+    from kaleido.synth.hier import Cache
+
+    cache = Cache(f"{root}/cache")
+    with cf.ProcessPoolExecutor(jobs) as pool:
+        run = CoreRun(tuple(texts), root, pool, cache, verilog=texts)
+        out = run.collect()
+    return out, cache, run
+
+
+def test_hierarchical_sum_equals_the_flattened_design_and_the_cache_reuses_modules(tmp_path):
+    """Nothing crosses TwoLeaves' module boundaries, so the sum of its
+    modules' figures is the flattened design's; a rerun synthesizes
+    nothing; a changed leaf re-synthesizes that leaf and the top only."""
+    root = workdir(tmp_path, "hier")
+    shutil.rmtree(root, ignore_errors=True)  # a relative work dir may outlive tmp_path
+    out, cache, run = _hier(root, {"two": _verilog(TwoLeaves())})
+    hier = out["entries"]["two"]
+    flat = synth_core("flat", TwoLeaves(), root=workdir(tmp_path, "flat"))
+    assert hier["method"] == "hierarchical" and (hier["modules"], hier["distinct_modules"]) == (3, 2)
+    own = {f["flip_flops"]: f for f in run.jobs.values()}  # the top's 10, each leaf's 9
+    assert sorted(own) == [9, 10]
+    assert hier["transistors"] == own[10]["transistors"] + 2 * own[9]["transistors"]
+    assert hier["cells"] == own[10]["cells"] + 2 * own[9]["cells"]  # the instances themselves not counted
+    assert hier["flip_flops"] == flat["flip_flops"] == 9 + 9 + 10
+    # ABC maps each module alone: within a few per cent of the flattened design
+    assert abs(hier["transistors"] - flat["transistors"]) < 0.05 * flat["transistors"]
+    assert (cache.hits, cache.misses) == (0, 2)
+    again, cache, _ = _hier(root, {"two": _verilog(TwoLeaves())})
+    assert (cache.hits, cache.misses) == (2, 0) and again["entries"]["two"] == hier
+    changed, cache, _ = _hier(root, {"two": _verilog(TwoLeaves(extra=1))})
+    assert (cache.hits, cache.misses) == (1, 2)  # the unchanged leaf only
+    assert changed["entries"]["two"]["flip_flops"] == hier["flip_flops"] + 1
+
+
+def test_a_failing_module_names_its_core_and_the_other_core_finishes(tmp_path):
+    """A module Yosys fails on fails its core (named with the module, the
+    tool's exit and log tail); a core without it still gets its figures."""
+    import os
+    import stat
+
+    from kaleido.synth.flow import tool_path
+
+    fake = tmp_path / "yosys"
+    fake.write_text(
+        "#!/bin/sh\nif grep -q boom_marker module.v 2>/dev/null; then echo 'fake yosys: boom'; exit 3; fi\n"
+        f'exec {tool_path("yosys")} "$@"\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    good = _verilog(TwoLeaves())
+    bad = good.replace("endmodule", "  // boom_marker\nendmodule", 1)  # the top module only
+    root = workdir(tmp_path, "fail")
+    shutil.rmtree(root, ignore_errors=True)
+    os.environ["KALEIDO_YOSYS"] = str(fake)
+    try:
+        out, _, _ = _hier(root, {"good": good, "bad": bad})
+    finally:
+        del os.environ["KALEIDO_YOSYS"]
+    assert sorted(out["entries"]) == ["good"] and out["entries"]["good"]["flip_flops"] == 28
+    fail = out["failures"]["core:bad"]
+    assert fail["module"] == "two" and fail["returncode"] == 3 and fail["tail"][-1] == "fake yosys: boom"
