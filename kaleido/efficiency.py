@@ -44,7 +44,9 @@ __all__ = [
     "chip_area_ratio",
     "efficiency",
     "summary_line",
+    "head_energy",
     "head_energy_ratio",
+    "chip_blocks",
     "design_efficiency",
 ]
 
@@ -147,12 +149,11 @@ def _core_entry(design: str, synth: SynthFigures) -> dict:
     return entry
 
 
-def chip_area_ratio(design: str, synth: SynthFigures) -> float:
-    """Kaleido chip area over the dense chip's at the paper's denominator
-    (calibrated estimate of :func:`~kaleido.area.chip_estimate`).
-    The chip's arrays are ``one_array``'s 4x4 array; another design's
-    array costs that array plus the logic its core adds to (or saves on)
-    the ``one_array`` core, per array."""
+def chip_blocks(design: str, synth: SynthFigures) -> dict:
+    """The blocks :func:`~kaleido.area.chip_estimate` builds ``design``'s
+    chip from: the report's, with ``kaleido_array`` costing ``one_array``'s
+    4x4 array plus the logic ``design``'s core adds to (or saves on) the
+    ``one_array`` core, per array."""
     blocks = dict(synth.designs)
     if design != "one_array":
         delta = _core_entry(design, synth)["transistors"] - _core_entry("one_array", synth)["transistors"]
@@ -161,7 +162,14 @@ def chip_area_ratio(design: str, synth: SynthFigures) -> float:
             raise ValueError(f"no kaleido_array transistors in {synth.source['report']}: run `make synth`")
         array["transistors"] = array["transistors"] + delta
         blocks["kaleido_array"] = array
-    chip = chip_estimate(blocks)
+    return blocks
+
+
+def chip_area_ratio(design: str, synth: SynthFigures) -> float:
+    """Kaleido chip area over the dense chip's at the paper's denominator
+    (calibrated estimate of :func:`~kaleido.area.chip_estimate` on
+    :func:`chip_blocks`)."""
+    chip = chip_estimate(chip_blocks(design, synth))
     if "error" in chip:
         raise ValueError(f"{synth.source['report']}: {chip['error']}")
     return 1.0 + chip["calibrated"]["overhead"]["total"]
@@ -211,16 +219,21 @@ def summary_line(eff: dict) -> str:
     )
 
 
-def head_energy_ratio(q, k, v, grid, split, config, scales=None) -> float:
-    """Energy of one head on ``config``'s core over the dense core's
-    (:func:`kaleido.energy.attention_energy` on the cycle model's events)."""
+def head_energy(q, k, v, grid, split, config, scales=None) -> dict:
+    """:func:`kaleido.energy.attention_energy` of one head on ``config``'s
+    core against the dense core, on the cycle model's events."""
     from .energy import attention_energy
     from .golden.softmax import head_p
     from .model import pv_cycles, run_model
 
     result = run_model(q, k, grid, split, config)
     P = head_p(q, k, grid, split, config.thresholds, scales=scales) if config.pv_pairs else None
-    energy = attention_energy(q, k, v, grid, split, config, result, pv=pv_cycles(v, grid, split, config, P=P))
+    return attention_energy(q, k, v, grid, split, config, result, pv=pv_cycles(v, grid, split, config, P=P))
+
+
+def head_energy_ratio(q, k, v, grid, split, config, scales=None) -> float:
+    """Energy of one head on ``config``'s core over the dense core's."""
+    energy = head_energy(q, k, v, grid, split, config, scales)
     return energy["kaleido_pj"] / energy["dense_pj"]
 
 

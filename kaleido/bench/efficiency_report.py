@@ -17,7 +17,7 @@ import json
 import pathlib
 
 from ..config import DESIGNS, CoreConfig, KaleidoConfig
-from ..efficiency import design_efficiency, head_energy_ratio
+from ..efficiency import design_efficiency, head_energy
 
 __all__ = ["HEAD", "PAPER_POINT", "design_row", "table_lines", "update_readme", "plot", "main"]
 
@@ -45,16 +45,24 @@ def _psnr(w, config: KaleidoConfig) -> float:
 
 
 def design_row(design: str, w, synth_path=None) -> dict:
-    """One design on head ``w``: core cycles, dense core cycles, PSNR and
-    the efficiency figures (``error`` when the synthesis report lacks one)."""
+    """One design on head ``w``: core cycles, dense core cycles, PSNR, the
+    efficiency figures (``error`` when the synthesis report lacks one) and
+    the energy model's event counts."""
     from ..model import core_cycles
 
     config = KaleidoConfig.preset(HEAD[0], design)
     cycles = core_cycles(w.q, w.k, w.v, w.grid, config, CoreConfig(), scales=w.scales)
     dense = core_cycles(w.q, w.k, w.v, w.grid, config, CoreConfig(), variant="dense")
-    energy = head_energy_ratio(w.q, w.k, w.v, w.grid, w.split, config, scales=w.scales)
-    eff = design_efficiency(design, dense / cycles, energy, synth_path)
-    return {"design": design, "cycles": cycles, "dense_cycles": dense, "psnr": _psnr(w, config), "efficiency": eff}
+    energy = head_energy(w.q, w.k, w.v, w.grid, w.split, config, scales=w.scales)
+    eff = design_efficiency(design, dense / cycles, energy["kaleido_pj"] / energy["dense_pj"], synth_path)
+    return {
+        "design": design,
+        "cycles": cycles,
+        "dense_cycles": dense,
+        "psnr": _psnr(w, config),
+        "efficiency": eff,
+        "events": energy["events"],
+    }
 
 
 def _flat(row: dict) -> dict:

@@ -1269,7 +1269,7 @@ def window_pe_section(rep, plt):
     import json
 
     from ..explore import FLOOR
-    from ..window_pe import read_window_pe_csv, window_pe_table, write_window_pe_csv
+    from ..explore.window_pe import read_window_pe_csv, window_pe_table, write_window_pe_csv
 
     head = ["## The window PE: the ceiling in a cycle model (issue 14)", ""]
     path = "build/explore/window_pe.json"
@@ -1388,12 +1388,19 @@ def efficiency_section(rep, plt):
     import pathlib
 
     from . import efficiency_report as er
+    from . import sensitivity_report as sr
 
     rows = er.run(pathlib.Path(rep.out))
     lines = er.table_lines(rows)
+    try:
+        found, time_speedup = sr.run(pathlib.Path(rep.out), rows)
+        sens = sr.lines(found, time_speedup)
+    except ValueError as err:
+        sens = [f"Sensitivity not computed: {err}"]
     readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
     if readme.exists() and er.BEGIN in readme.read_text():
-        er.update_readme(readme, lines)
+        head = f"How each conclusion for `{sr.DESIGN}` moves when any one per-event energy or area figure is halved or doubled (docs/REPORT.md, Sensitivity):"
+        er.update_readme(readme, [*lines, "", head, "", *sens])
     preset, grid, motion, seed = er.HEAD
     return [
         "## Efficiency against the fair dense core",
@@ -1407,6 +1414,17 @@ def efficiency_section(rep, plt):
         *lines,
         "",
         "![efficiency vs area](report/efficiency_area.png) ![efficiency vs energy](report/efficiency_energy.png)",
+        "",
+        "### Sensitivity",
+        "",
+        f"The `{sr.DESIGN}` design's ratios with each per-event energy (docs/ENERGY.md) and each area figure "
+        "(logic density, SRAM bit cell, SRAM array efficiency; kaleido/data/chip_16nm.toml) halved and doubled, "
+        "one at a time; a conclusion is energy saved (ratio below 1) or more throughput per mm^2 than dense "
+        "(speedup in time above the area ratio). CSV: `report/sensitivity.csv`.",
+        "",
+        *sens,
+        "",
+        "![sensitivity](report/sensitivity.png)",
         "",
     ]
 
