@@ -37,6 +37,7 @@ def run(root: str, jobs: int = 2, args: tuple[str, ...] = ()) -> dict:
     report = json.load(open(report_path)) if os.path.exists(report_path) else {}
     return {
         "wall_seconds": round(wall, 1),
+        "cpu_seconds": report.get("cpu_seconds"),
         "returncode": proc.returncode,
         "cache": report.get("cache"),
         "failures": sorted(report.get("failures", {})),
