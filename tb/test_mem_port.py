@@ -19,6 +19,7 @@ from kaleido.golden.core import beats_per_row, memory_image
 from kaleido.hdl.mem_port import MemoryModel, TileLoader
 from kaleido.model import load_cycles
 from kaleido.tb.core_benches import LOADER_BENCH, LoaderBench, emit_loader_bench
+from kaleido.tb.kit import unpack_rows
 from kaleido.tb.runner import SIMULATORS, run_cocotb
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
@@ -60,11 +61,6 @@ def run_loads(X, port_bytes, words, latency, commands):
     sim.add_testbench(bench)
     sim.run()
     return unpack_rows(out[0], X.shape[1]), cycles
-
-
-def unpack_rows(values, d: int) -> np.ndarray:
-    """Buffer rows (integers of ``8 d`` bits, byte 0 low) as int8 rows."""
-    return np.array([list(int(v).to_bytes(d, "little")) for v in values], dtype=np.uint8).view(np.int8)
 
 
 CASES = {
@@ -150,3 +146,50 @@ def test_memory_image_is_row_major_little_endian():
 def test_bad_input_is_rejected(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("depth, latency", [(1, 1), (4, 3), (8, 2)])
+def test_stalling_model_holds_exactly_depth_requests(depth, latency):
+    """The stalling memory model's bound (issue 46 item 4): it takes a
+    request only while the requests in flight and the responses waiting in
+    its FIFO are fewer than ``depth`` (``room``). With no LFSR stalls
+    (``stall=0``) and ``r`` not ready for 30 cycles, exactly ``depth``
+    requests are taken (not one fewer, not one more) and ``q`` then stays
+    not ready; after that each response taken (``r`` ready one cycle in 5)
+    lets exactly one request in, the very next cycle. The requests
+    outstanding (taken, response not yet taken) never exceed ``depth``,
+    and every response is its address's beat, in order. Tightening
+    ``room`` by one (``< depth - 1``) or loosening it (``<= depth``) fails
+    this test."""
+    from kaleido.hdl.mem_port import StallingMemoryModel
+
+    beats = list(range(100, 140))
+    dut = StallingMemoryModel(1, beats, latency, seed=1, stall=0, depth=depth)
+    taken: list[int] = []  # cycles a request was taken
+    given: list[int] = []  # cycles a response was taken
+    data: list[int] = []
+
+    async def bench(ctx):
+        ctx.set(dut.q.valid, 1)
+        for t in range(30 + 5 * 12):
+            ready = t >= 30 and (t - 30) % 5 == 0
+            ctx.set(dut.r.ready, ready)
+            ctx.set(dut.q.payload.addr, len(taken) % len(beats))
+            if ctx.get(dut.q.ready):
+                taken.append(t)
+            if ready and ctx.get(dut.r.valid):
+                given.append(t)
+                data.append(ctx.get(dut.r.payload.data))
+            outstanding = sum(c <= t for c in taken) - sum(c <= t for c in given)
+            assert outstanding <= depth, f"cycle {t}: {outstanding} requests outstanding, depth {depth}"
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert sum(c < 30 for c in taken) == depth, f"{taken}: not exactly {depth} requests taken under the stall"
+    assert given and all(c >= 30 for c in given)
+    # each response taken frees one place: one request taken the next cycle, and no other
+    assert [c for c in taken if c >= 30] == [c + 1 for c in given], (taken, given)
+    assert data == [beats[k % len(beats)] for k in range(len(data))]

@@ -259,3 +259,100 @@ def test_dense_variant_is_the_dense_product(name, stalls, seed):
 def test_bad_variant_is_named():
     with pytest.raises(ValueError, match="'sparse'"):
         PvTile(variant="sparse")
+
+
+#: the credit test's walk: query tiles of ``array_rows`` rows (no padded
+#: row releases a credit), each one full key tile, so every pass drains
+#: four real rows into the row FIFO
+CREDIT_TILES = 12
+
+
+def _credit_run(seed, stall):
+    """The stage (``CONFIGS["b4"]``: a 4x4 array, 24 rows of row FIFO and
+    credits) over :data:`CREDIT_TILES` one-key-tile query tiles of 4 rows,
+    ``o`` stalled by ``stall`` (1 = not ready), white box: each cycle's
+    pass start, row FIFO write, pop and level, and the registers that say
+    a pass could start. Returns the stage, the cycle log and the totals."""
+    import itertools
+
+    from amaranth import Fragment
+    from amaranth.sim import Simulator
+
+    from kaleido.tb.formal import sub_internals
+    from kaleido.tb.kit import AmaranthBackend, StreamSink, StreamSource, run
+
+    cfg = CONFIGS["b4"]
+    rng = np.random.default_rng(seed)
+    qts = [[random_key_tile(rng, TILE, cfg.array_rows, cfg.d)] for _ in range(CREDIT_TILES)]
+    ins, expected = pv_tile_words(cfg, TILE, 6, qts)
+    dut = PvTile(cfg, TILE, 6)
+    frag = Fragment.get(dut, None)  # simulated as is, so its registers can be read by name
+    sig = sub_internals(frag)
+    names = ("uc", "inflight", "running", "b_valid", "array.dispatcher.units__ready")
+    names += ("rows.w_en", "rows.w_rdy", "rows.r_en", "rows.r_rdy", "rows.level")
+    log: list[dict[str, int]] = []
+    out: dict = {}
+
+    async def bench(ctx):
+        be = AmaranthBackend(ctx, dut)
+        src, sink = StreamSource("i", ins), StreamSink("o")
+        sink._stall = itertools.chain(stall, itertools.repeat(0))
+        each = lambda be_, cycle: log.append({n: int(ctx.get(sig[n])) for n in names})
+        await run(be, sources=[src], sinks=[sink], drain=300, each_cycle=each)
+        out["words"] = sink.words
+
+    sim = Simulator(frag)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return dut, log, out["words"], expected
+
+
+def test_the_row_credits_bind_exactly(seed):
+    """The P V stage's in-flight credit (``inflight``: rows of the row FIFO
+    reserved by passes in flight, ``array_rows`` a pass) binds at its bound
+    and never past it (issue 46 item 4). ``o`` stalled for 900 cycles, then
+    ready one cycle in 30, then always: the harness counts the rows
+    reserved itself (``array_rows`` per pass started, minus the rows popped
+    from the row FIFO; no row is padded) and checks that
+
+    * no pass starts unless its rows fit: reserved + R <= ``fifo_rows``
+      (``D`` = 24) at every start, and the count never exceeds ``D``;
+    * the bound is reached: ``D`` rows reserved, the row FIFO full (level
+      ``D``), and never written while full;
+    * the stage stops at the bound, not one before: in every cycle where a
+      pass could start (a key tile running, no unit of the pass issued, the
+      array free) it starts exactly when reserved + R <= ``D``, so after
+      the stall the next pass starts in the cycle after the pop that frees
+      the R-th row, not a pop earlier or later;
+    * the totals are golden's, and the RTL's ``inflight`` is the count.
+
+    Tightening the credit by one row (``<= D - 1``) or loosening it
+    (``<= D + 1``) fails this test."""
+    stall = [1] * 900 + ([0] + [1] * 29) * 80
+    dut, log, got, expected = _credit_run(seed, stall)
+    R, D = CONFIGS["b4"].array_rows, dut.fifo_rows
+    assert D == 24
+    reserved = 0
+    starts = resumed = 0
+    for t, c in enumerate(log):
+        assert c["inflight"] == reserved, f"cycle {t}: inflight {c['inflight']}, {reserved} rows reserved"
+        assert reserved <= D, f"cycle {t}: {reserved} rows reserved, the FIFO holds {D}"
+        assert not (c["rows.w_en"] and not c["rows.w_rdy"]), f"cycle {t}: a drained row written to a full FIFO"
+        start = t + 1 < len(log) and c["uc"] == 0 and log[t + 1]["uc"] != 0
+        could = c["running"] and c["uc"] == 0 and (not c["b_valid"] or c["array.dispatcher.units__ready"])
+        if could:
+            assert start == (reserved + R <= D), (
+                f"cycle {t}: {reserved} rows reserved, a pass {'started' if start else 'did not start'}"
+            )
+            resumed += start and t > 0 and log[t - 1]["rows.r_en"] and log[t - 1]["rows.r_rdy"] and reserved == D - R
+        else:
+            assert not start, f"cycle {t}: a pass started that could not"
+        starts += start
+        reserved += R * start - (c["rows.r_en"] and c["rows.r_rdy"])
+    levels = [c["rows.level"] for c in log]
+    assert max(c["inflight"] for c in log) == D, "the credits never all reserved"
+    assert max(levels) == D, f"the row FIFO's level reached {max(levels)}, not its {D} rows"
+    # a blocked stage restarted by the pop that freed the R-th row, more than once
+    assert resumed >= 5, f"only {resumed} restarts at the bound"
+    assert got == expected, f"seed {seed}"
