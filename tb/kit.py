@@ -44,6 +44,7 @@ __all__ = [
     "Hold",
     "run",
     "simulate",
+    "unpack_rows",
 ]
 
 #: the stall patterns every source, sink and hold accepts
@@ -355,3 +356,8 @@ def simulate(dut: Any, bench: Callable[[Backend], Any]) -> Any:
     sim.add_testbench(testbench)
     sim.run()
     return out["result"]
+
+
+def unpack_rows(values, d: int) -> np.ndarray:
+    """Buffer rows (integers of ``8 d`` bits, byte 0 low) as int8 rows."""
+    return np.array([list(int(v).to_bytes(d, "little")) for v in values], dtype=np.uint8).view(np.int8)

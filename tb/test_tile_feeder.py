@@ -26,8 +26,8 @@ from kaleido.loopnest import tile_boxes
 from kaleido.model import engine_cycles, tile_feed_cycles
 from kaleido.tb.core_benches import TileQKBench
 from kaleido.tb.engine_io import decode_scores, engine_words
+from kaleido.tb.kit import unpack_rows
 from kaleido.tb.passes import make_workload
-from kaleido.tb.test_mem_port import unpack_rows
 
 SEED = int(os.environ.get("KALEIDO_SEED", "1"))
 
