@@ -107,8 +107,8 @@ def calibrate(
     ``qk_speedup`` and ``attention_speedup`` (cycle model, one array of
     ``config``), ``floor``, ``margin`` and ``search``."""
     from .checks import check_qkv
-    from .explore_model import pv_timing, qk_timing, softmax_stage_cycles
     from .golden.grouped import hw_attention, int8_attention
+    from .stage_timing import pv_timing, qk_timing, softmax_stage_cycles
 
     grid, split = check_qkv(Q, K, V, grid, split)
     cfg = (config or KaleidoConfig()).replace(split=tuple(split))

@@ -17,7 +17,7 @@ pairs' multiplicities (per array, for the round-robin deal); the
 scheduler's order is vectorised over its windows
 (:func:`kaleido.golden.scheduler.schedule_order`). A 32,768-token head
 takes about 1.5 s instead of 40 to 70 s (``make bench``).
-:mod:`kaleido.model_reference` keeps the walk it replaced; the tests hold
+:mod:`kaleido.explore.reference_walk` keeps the walk it replaced; the tests hold
 the two equal. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 
 * a phase costs ``max(1, slots)`` beats; passes stream back to back;

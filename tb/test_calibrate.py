@@ -12,9 +12,9 @@ from kaleido import KaleidoConfig
 from kaleido.calibrate import LADDER, calibrate, load_thresholds, search_thresholds
 from kaleido.cli import main
 from kaleido.explore import Candidate, WorkloadSpec, measure
-from kaleido.explore_model import qk_timing
 from kaleido.golden.grouped import hw_attention
 from kaleido.model import run_model
+from kaleido.stage_timing import qk_timing
 
 SPEC = WorkloadSpec(grid=(2, 8, 8), motion="fast", seed=1)
 

@@ -1,4 +1,4 @@
-"""The design exploration of issue 14 (kaleido.explore, kaleido.explore_model,
+"""The design exploration of issue 14 (kaleido.explore, kaleido.explore.model,
 golden.grouped, golden.passaware, golden.windows): its open cycle model
 equals the RTL-matched run_model on the built design's settings, its
 quality equals the golden reuse attention, and its ranking keeps the floor."""
@@ -30,7 +30,7 @@ from kaleido.explore import (
     rank,
     write,
 )
-from kaleido.explore_model import match_slots, pv_timing, qk_timing, softmax_stage_cycles
+from kaleido.explore.model import match_slots, pv_timing, qk_timing, softmax_stage_cycles
 from kaleido.golden import effective, op_counts, reuse_attention
 from kaleido.golden.grouped import check_group_thresholds, grouped_effective, hw_attention
 from kaleido.golden.matcher import match

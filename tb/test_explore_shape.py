@@ -1,5 +1,5 @@
 """Array shape and count at 16 PEs behind one dispatcher (issue 14,
-kaleido.explore_model's ``deal_passes``, ``sub_array``, ``qk_passes`` and
+kaleido.explore.model's ``deal_passes``, ``sub_array``, ``qk_passes`` and
 ``qk_cycle_budget``; kaleido.explore's ``shape_candidates``): each policy
 against a plain reference, the split pass against its blocks run as small
 arrays, the cycle budget adding up, and the PSNR independent of the shape."""
@@ -28,7 +28,7 @@ from kaleido.explore import (
     shape_candidates,
     shape_transistors,
 )
-from kaleido.explore_model import (
+from kaleido.explore.model import (
     DISPATCHES,
     deal_passes,
     match_slots,

@@ -1,6 +1,6 @@
 """Issue 16: the fast array walk (:func:`kaleido.model._walk`: distinct
 row/column keys, the matcher as an automaton, multiplicities per array)
-against the walk it replaced (kaleido/model_reference.py), result for result, on
+against the walk it replaced (kaleido/explore/reference_walk.py), result for result, on
 random small heads and configurations; a failing case prints its seed."""
 
 import functools
@@ -12,10 +12,10 @@ import pytest
 import kaleido.model as model
 from kaleido import KaleidoConfig
 from kaleido.encoding import Need
+from kaleido.explore.reference_walk import reference_walk, walk_reference
 from kaleido.golden.matcher import match
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import VARIANTS, linear_cycles, run_model
-from kaleido.model_reference import reference_walk, walk_reference
 
 
 def _both(fn):

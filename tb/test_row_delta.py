@@ -1,4 +1,4 @@
-"""P-side reuse and the P V op bound of small-P halves (golden.row_delta,
+"""P-side reuse and the P V op bound of small-P halves (kaleido.explore.row_delta,
 issue 14): delta-coded rows give P V exactly, the half-beat count equals a
 per-product count written out the plain way, never exceeds what the built
 greedy pairing issues, and the explorer's ceiling picks what holds the
@@ -29,7 +29,7 @@ from kaleido.explore import (
     write_bounds,
 )
 from kaleido.explore import main as explore_main
-from kaleido.golden.row_delta import delta_accumulate, delta_rows, pv_half_beats, window_p, window_pv_bounds
+from kaleido.explore.row_delta import delta_accumulate, delta_rows, pv_half_beats, window_p, window_pv_bounds
 from kaleido.golden.windows import window_anchors, window_bound, window_classes
 from kaleido.loopnest import group_slices
 from kaleido.model import pv_pair_block_beats

@@ -1,4 +1,4 @@
-"""The window PE's cycle model (kaleido.window_model, issue 14): with
+"""The window PE's cycle model (kaleido.explore.window_model, issue 14): with
 windows of 2 it is the explorer's 16 one-PE arrays cycle for cycle, its
 nibble multiplies are the windows' op bound, a pass's beats equal the
 golden matcher's slots tile by tile, P V's beats equal a per-product
@@ -18,20 +18,20 @@ from kaleido.bench.report import window_pe_section
 from kaleido.encoding import Need
 from kaleido.explore import WorkloadSpec, window_bounds
 from kaleido.explore import main as explore_main
-from kaleido.explore_model import qk_timing
-from kaleido.golden.matcher import match
-from kaleido.golden.row_delta import pv_block_halves, pv_half_beats, window_p
-from kaleido.golden.windows import PRODUCT_COST, ROW_PARTIAL_COST, window_anchors, window_bound, window_classes
-from kaleido.golden.workloads import synthetic_video
-from kaleido.loopnest import group_slices
-from kaleido.window_model import (
+from kaleido.explore.model import qk_timing
+from kaleido.explore.row_delta import pv_block_halves, pv_half_beats, window_p
+from kaleido.explore.window_model import (
     PAD,
     window_pass_beats,
     window_pv_timing,
     window_qk_timing,
     window_units,
 )
-from kaleido.window_pe import read_window_pe_csv, window_pe, window_pe_summary, write_window_pe
+from kaleido.explore.window_pe import read_window_pe_csv, window_pe, window_pe_summary, write_window_pe
+from kaleido.golden.matcher import match
+from kaleido.golden.windows import PRODUCT_COST, ROW_PARTIAL_COST, window_anchors, window_bound, window_classes
+from kaleido.golden.workloads import synthetic_video
+from kaleido.loopnest import group_slices
 
 FP = ((7, 4), (7, 4), (6, 4))
 

@@ -4,7 +4,7 @@
 times the synthetic workload and ``run_model`` for every variant (one core's
 wall time, ``time.perf_counter``) and writes ``build/bench/model.json``;
 issue 16's goal is at most 10 s per head. ``--reference`` also times the
-array walk the model had before issue 16 (``kaleido.model_reference``,
+array walk the model had before issue 16 (``kaleido.explore.reference_walk``,
 about 40 s) and checks both give the same result.
 """
 
@@ -71,7 +71,7 @@ def main(argv=None):
         "load_average": list(os.getloadavg()),
     }
     if args.reference:
-        from ..model_reference import reference_walk
+        from ..explore.reference_walk import reference_walk
 
         with reference_walk():
             ref, seconds = _timed(w, main_variant)

@@ -36,11 +36,11 @@ import numpy as np
 from ..checks import as_int8, check_grid, check_qkv, check_scales, check_split
 from ..config import SMALL_P
 from ..encoding import Reuse
+from ..golden.grouped import check_group_thresholds
+from ..golden.reuse import exact_matmul
+from ..golden.softmax import fixed_softmax
+from ..golden.windows import window_anchors, window_classes, window_effective
 from ..loopnest import group_slices
-from .grouped import check_group_thresholds
-from .reuse import exact_matmul
-from .softmax import fixed_softmax
-from .windows import window_anchors, window_classes, window_effective
 
 __all__ = ["delta_rows", "delta_accumulate", "pv_block_halves", "pv_half_beats", "window_p", "window_pv_bounds"]
 

@@ -32,7 +32,7 @@ P V on the same one-PE arrays (:func:`window_pv_timing`): a block is one
 query row and one channel over every key; V's FULL followers pre-add
 their P into their anchor's product, and any two small products of a
 block share a beat (``ceil(halves / 2)`` beats,
-:func:`kaleido.golden.row_delta.pv_block_halves`); blocks from a shared
+:func:`kaleido.explore.row_delta.pv_block_halves`); blocks from a shared
 queue. Neither has RTL; no tile latency beyond the one-PE array's is
 charged.
 """
@@ -45,13 +45,13 @@ import numbers
 
 import numpy as np
 
-from .checks import check_grid, check_qk, check_qkv
-from .config import KaleidoConfig, tile_latency
-from .explore_model import deal_passes, match_slots, pv_timing, softmax_stage_cycles
-from .golden.grouped import check_group_thresholds
-from .golden.row_delta import pv_block_halves
-from .golden.windows import PRODUCT_COST, ROW_PARTIAL_COST, window_classes
-from .loopnest import group_slices
+from ..checks import check_grid, check_qk, check_qkv
+from ..config import KaleidoConfig, tile_latency
+from ..golden.grouped import check_group_thresholds
+from ..golden.windows import PRODUCT_COST, ROW_PARTIAL_COST, window_classes
+from ..loopnest import group_slices
+from ..stage_timing import deal_passes, match_slots, pv_timing, softmax_stage_cycles
+from .row_delta import pv_block_halves
 
 __all__ = [
     "MODES",
@@ -210,7 +210,7 @@ def window_pv_timing(rows, V, grid, split, w: int, v_full, *, arrays: int = 16) 
     ``rows`` (P, or delta-coded rows), V's FULL followers in windows of
     ``w`` (``v_full``: one FULL threshold or three). Returns ``cycles``,
     ``beats`` and the dense one-PE arrays' ``dense_cycles`` (no reuse, no
-    pairing: :func:`kaleido.explore_model.pv_timing`'s)."""
+    pairing: :func:`kaleido.stage_timing.pv_timing`'s)."""
     arrays = _check_arrays(arrays)
     halves = pv_block_halves(rows, V, grid, split, w, v_full)
     beats = (halves + 1) // 2

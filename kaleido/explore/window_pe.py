@@ -3,7 +3,7 @@ ceiling of every lever a cycle model keeps.
 
 The ceiling (:func:`kaleido.explore.window_bounds`) counts op bounds at
 100 % utilization. Here each head's window and thresholds, chosen three
-ways from those bound rows, run on :mod:`kaleido.window_model`'s one-PE
+ways from those bound rows, run on :mod:`kaleido.explore.window_model`'s one-PE
 window arrays (16, a shared pass queue):
 
 * ``calibrated``: :func:`kaleido.explore.calibrated_ceiling` (chosen on
@@ -29,7 +29,9 @@ import multiprocessing
 import os
 import sys
 
-from .explore import (
+from ..golden.grouped import check_group_thresholds
+from ..stage_timing import softmax_stage_cycles
+from .explorer import (
     CALIBRATION,
     FLOOR,
     HELD_OUT,
@@ -42,9 +44,7 @@ from .explore import (
     set_stats,
     stacked_ceiling,
 )
-from .explore_model import softmax_stage_cycles
-from .golden.grouped import check_group_thresholds
-from .golden.row_delta import delta_rows, window_p
+from .row_delta import delta_rows, window_p
 from .window_model import MODES, window_pv_timing, window_qk_timing
 
 __all__ = [

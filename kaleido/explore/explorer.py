@@ -6,11 +6,11 @@ workloads, both motions) and a **held-out set** (other seeds, channel
 spreads, grids, a photograph and the Wan split the project never tuned
 on), over every core (:mod:`multiprocessing`). For each head it measures
 
-* ``Q K^T`` cycles (:func:`kaleido.explore_model.qk_timing`, equal to
+* ``Q K^T`` cycles (:func:`kaleido.stage_timing.qk_timing`, equal to
   :func:`kaleido.model.run_model` on the RTL's settings) and the dense
   array's with the same PE count;
 * whole attention: ``Q K^T``, the softmax unit and output scaler, and
-  ``P V`` (:func:`kaleido.explore_model.pv_timing`), one after another,
+  ``P V`` (:func:`kaleido.stage_timing.pv_timing`), one after another,
   against the dense array running the same three stages;
 * the attention output's PSNR against int8 attention without reuse, as
   the hardware computes it (:func:`kaleido.golden.grouped.hw_attention`:
@@ -31,7 +31,6 @@ and ``summary.md`` to ``--out`` (default ``build/explore``).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import functools
@@ -46,23 +45,23 @@ import time
 
 import numpy as np
 
-from .calibrate import FLOOR, LADDER, search_thresholds
-from .config import KaleidoConfig
-from .explore_model import (
+from ..calibrate import FLOOR, LADDER, search_thresholds
+from ..config import KaleidoConfig
+from ..golden.grouped import check_group_thresholds, hw_attention, int8_attention
+from ..golden.softmax import head_p
+from ..golden.windows import window_bound
+from ..golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
+from ..stage_timing import (
     DISPATCHES,
     ISSUES,
     ORDERS,
     pv_timing,
-    qk_cycle_budget,
     qk_passes,
     qk_timing,
     softmax_stage_cycles,
 )
-from .golden.grouped import check_group_thresholds, hw_attention, int8_attention
-from .golden.row_delta import pv_half_beats, window_p, window_pv_bounds
-from .golden.softmax import head_p
-from .golden.windows import window_bound
-from .golden.workloads import DEFAULT_SPREAD, MOTIONS, Workload, synthetic_video
+from .model import qk_cycle_budget
+from .row_delta import pv_half_beats, window_p, window_pv_bounds
 
 __all__ = [
     "WorkloadSpec",
@@ -112,7 +111,6 @@ __all__ = [
     "write_bounds",
     "write_bounds_csv",
     "read_bounds_csv",
-    "main",
 ]
 
 
@@ -194,7 +192,7 @@ class Candidate:
     order: str = "lfsr"
     window: int | None = None
     issue: str = "array"
-    #: how passes reach several arrays (:data:`kaleido.explore_model.DISPATCHES`)
+    #: how passes reach several arrays (:data:`kaleido.stage_timing.DISPATCHES`)
     dispatch: str = "round-robin"
     #: ``(r, c)``: each ``rows x cols`` pass split over ``r x c`` arrays in step
     sub_array: tuple | None = None
@@ -633,7 +631,7 @@ SMALL_P_BASES = (
 
 
 def small_p_candidates(base: list[Candidate]) -> list[Candidate]:
-    """Small-P pairing on P V (``pv_small=16``, :func:`kaleido.explore_model.pv_timing`)
+    """Small-P pairing on P V (``pv_small=16``, :func:`kaleido.stage_timing.pv_timing`)
     on the candidates of :data:`SMALL_P_BASES` found in ``base``: built
     (``KaleidoConfig.pv_pairs``, the greedy rule of
     :func:`kaleido.golden.pv.pair_pass`), so ``rtl`` is ``config`` where the
@@ -839,7 +837,7 @@ def _p_operand(spec: WorkloadSpec, fp: tuple) -> np.ndarray:
 
 @functools.lru_cache(maxsize=4)
 def _qk_passes(spec: WorkloadSpec, fp: tuple, accumulators, rows, cols, lookahead, order, window, issue, sub_array):
-    """:func:`kaleido.explore_model.qk_passes` of a head, cached: candidates
+    """:func:`kaleido.stage_timing.qk_passes` of a head, cached: candidates
     that differ only in how the passes reach the arrays share them."""
     w = spec.load()
     cfg = Candidate(
@@ -1061,7 +1059,7 @@ def window_bounds(
       (:func:`kaleido.golden.windows.window_bound`; w = 2 is the pairs);
     * ``pv_bound_small`` (small-P halves) and ``pv_bound_small_delta``
       (and delta-coded query rows, P-side reuse):
-      :func:`kaleido.golden.row_delta.window_pv_bounds`;
+      :func:`kaleido.explore.row_delta.window_pv_bounds`;
     * ``attention_bound`` (the first and third), ``attention_bound_small``
       (``Q K^T`` with small-P halves on P V), ``attention_bound_stacked``
       (every lever: row-side partial reuse, small-P halves, delta rows);
@@ -1600,48 +1598,6 @@ def write(result: dict, out: str) -> list[str]:
     return paths
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--out",
-        default=None,
-        help="folder for results.json, results.csv, summary.md (default build/explore; with --quick "
-        "build/explore/quick, so a quick look never replaces the full run make report reads)",
-    )
-    p.add_argument("--jobs", type=int, default=None, help="processes (default every core)")
-    p.add_argument("--floor", type=float, default=FLOOR, help=f"PSNR floor in dB (default {FLOOR:g})")
-    p.add_argument("--quick", action="store_true", help="a few candidates on the tuning set only (about a minute)")
-    p.add_argument("--family", action="append", default=None, help="only these candidate families (repeatable)")
-    p.add_argument("--candidate", action="append", default=None, help="only these candidates, by name (repeatable)")
-    p.add_argument("--no-bounds", action="store_true", help="skip the longer-window op bounds")
-    p.add_argument(
-        "--bounds-only",
-        action="store_true",
-        help="only the op bounds and the ceiling of every lever, on both sets: OUT/bounds.json, bounds.csv, "
-        "bounds.md (about 9 min on two cores)",
-    )
-    p.add_argument(
-        "--window-pe",
-        action="store_true",
-        help="the window PE's cycle model on each head's window and thresholds from OUT/bounds.json (else the "
-        "committed docs/report/exploration_bounds.csv): OUT/window_pe.json, window_pe.csv, window_pe.md "
-        "(about 10 min on two cores)",
-    )
-    p.add_argument(
-        "--max-window",
-        type=int,
-        default=None,
-        help="with --window-pe: choose among windows of at most this many tokens (a smaller PE)",
-    )
-    p.add_argument(
-        "--merge", action="store_true", help="add these candidates to OUT/results.json (same names are replaced)"
-    )
-    p.add_argument(
-        "--summarize",
-        action="store_true",
-        help="re-rank OUT/results.json, recompute the window bounds (unless --no-bounds), rewrite its outputs",
-    )
-
-
 #: the committed op bounds (``kaleido explore --bounds-only``'s ``bounds.csv``, rewritten by ``make report``)
 BOUNDS_CSV = os.path.join("docs", "report", "exploration_bounds.csv")
 
@@ -1659,99 +1615,3 @@ def bound_rows(out: str, csv_path: str = BOUNDS_CSV) -> tuple[list[dict], str]:
     if os.path.exists(csv_path):
         return read_bounds_csv(csv_path), csv_path
     raise ValueError(f"no op bounds to read: none in {out!r} and no {csv_path} (run kaleido explore --bounds-only)")
-
-
-def _read(out: str) -> dict:
-    path = os.path.join(out, "results.json")
-    if not os.path.exists(path):
-        raise ValueError(f"no results to read: {path!r} does not exist (run kaleido explore first)")
-    with open(path) as f:
-        return json.load(f)
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.out is None:
-        args.out = os.path.join("build", "explore", "quick") if args.quick else os.path.join("build", "explore")
-    if args.jobs is not None and args.jobs < 1:
-        raise ValueError(f"--jobs must be a positive integer, not {args.jobs}")
-    if args.max_window is not None and not args.window_pe:
-        raise ValueError("--max-window needs --window-pe")
-    if args.window_pe:
-        if args.summarize or args.no_bounds or args.quick or args.bounds_only:
-            raise ValueError("--window-pe runs alone: not with --summarize, --no-bounds, --quick or --bounds-only")
-        from .window_pe import window_pe, write_window_pe
-
-        wb, source = bound_rows(args.out)
-        if args.max_window is not None:
-            if args.max_window < 2:
-                raise ValueError(f"--max-window must be at least 2 (pairs), not {args.max_window}")
-            wb = [b for b in wb if b["w"] <= args.max_window]
-        print(f"bounds from {source}" + ("" if args.max_window is None else f", windows up to {args.max_window}"))
-        for path in write_window_pe(window_pe(wb, args.floor, jobs=args.jobs), args.out, args.floor):
-            print(f"wrote {path}")
-        return 0
-    if args.bounds_only:
-        if args.summarize or args.no_bounds or args.quick:
-            raise ValueError("--bounds-only runs alone: not with --summarize, --no-bounds or --quick")
-        for path in write_bounds(window_bounds(jobs=args.jobs), args.out, args.floor):
-            print(f"wrote {path}")
-        return 0
-    if args.summarize:
-        result = rerank(_read(args.out))
-        if not args.no_bounds:
-            result["window_bounds"] = window_bounds(jobs=args.jobs)
-        for path in write(result, args.out):
-            print(f"wrote {path}")
-        return 0
-    cands = quick_candidates() if args.quick else candidates()
-    if args.family:
-        known = sorted({c.family for c in candidates()})
-        unknown = [f for f in args.family if f not in known]
-        if unknown:
-            raise ValueError(f"unknown candidate family {unknown[0]!r}; known: {known}")
-        cands = [c for c in cands if c.family in args.family or c.name == "paper"]
-    if args.candidate:
-        known = [c.name for c in candidates()]
-        unknown = [n for n in args.candidate if n not in known]
-        if unknown:
-            raise ValueError(f"unknown candidate {unknown[0]!r}; known: {known}")
-        cands = [c for c in cands if c.name in args.candidate]
-    sets = {"tuning": TUNING} if args.quick else None
-    t0 = time.time()
-
-    def log(done, total, row):
-        print(
-            f"  [{time.time() - t0:6.1f} s] {done}/{total} {row['candidate']} on {row['workload']}: "
-            f"attention {row['attention_speedup']:.3f}x, Q K^T {row['qk_speedup']:.3f}x, {row['psnr']:.1f} dB",
-            flush=True,
-        )
-
-    result = explore(cands, sets, jobs=args.jobs, floor=args.floor, bounds=not args.no_bounds, log=log)
-    if args.merge:
-        result = merge(_read(args.out), result)
-    for path in write(result, args.out):
-        print(f"wrote {path}")
-    agg = result["aggregate"]
-    best = rank(agg, "tuning", require=tuple(result["sets"]))[0]
-    for name in dict.fromkeys(n for n in ("paper", best) if n in agg):
-        t = agg[name]["tuning"]
-        print(
-            f"{name}: tuning attention {t['attention_speedup']:.3f}x, Q K^T {t['qk_speedup']:.3f}x, "
-            f"PSNR min {t['psnr_min']:.1f} dB{'' if t['meets_floor'] else ' (below floor)'}"
-        )
-    print(f"{len(result['candidates'])} candidates in {result['seconds']:.0f} s on {result['jobs']} processes")
-    return 0
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="kaleido explore", description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    args = ap.parse_args(argv)
-    try:
-        return run(args)
-    except (ValueError, TypeError) as err:
-        ap.exit(2, f"kaleido explore: error: {err}\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,8 @@
-"""The cycle model, opened up for design exploration (issue 14).
+"""One head's stage timings on the cycle model's loop nest (issue 14):
+``Q K^T`` (:func:`qk_timing`), ``P V`` (:func:`pv_timing`) and the softmax
+unit (:func:`softmax_stage_cycles`), which calibration
+(:mod:`kaleido.calibrate`) and the design exploration
+(:mod:`kaleido.explore`, which adds its cycle budget) both use.
 
 :func:`kaleido.model.run_model` models the built design. The explorer needs
 a few degrees of freedom the RTL does not have, so this module re-walks the
@@ -60,7 +64,6 @@ __all__ = [
     "qk_passes",
     "deal_passes",
     "check_sub_array",
-    "qk_cycle_budget",
     "qk_timing",
     "pv_timing",
     "softmax_stage_cycles",
@@ -330,31 +333,6 @@ def qk_timing(
         drain=drain,
         PEs=R * C * arrays,
     )
-
-
-def qk_cycle_budget(t: QkTiming) -> dict:
-    """Where a ``Q K^T``'s cycles go, in cycles of the whole machine (its
-    ``PEs``, two nibble multiplies each a beat), summing to ``t.cycles``:
-
-    * ``work``: the hardware's nibble multiplies at two per PE a cycle
-      (``ops["hw"] / (2 PEs)``, the op bound);
-    * ``issue``: the arrays' beats beyond that (slots issued to PEs that do
-      not need them, phases of one idle beat, pass gaps), averaged over
-      the arrays;
-    * ``imbalance``: the busiest array's beats beyond the average;
-    * ``drain``: the last tile's latency (and the pass gap's cycle).
-
-    ``dense_work`` is the dense array's ``ops["dense"] / (2 PEs)``."""
-    arrays = len(t.array_beats)
-    work = t.ops["hw"] / (2 * t.PEs)
-    mean = sum(t.array_beats) / arrays
-    return {
-        "work": work,
-        "issue": mean - work,
-        "imbalance": max(t.array_beats) - mean,
-        "drain": t.drain,
-        "dense_work": t.ops["dense"] / (2 * t.PEs),
-    }
 
 
 def pv_timing(

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from . import model
-from .config import KaleidoConfig
-from .encoding import Need, Phase
-from .golden.matcher import match_slots
-from .model import VARIANTS, group_masks, need_table
+from .. import model
+from ..config import KaleidoConfig
+from ..encoding import Need, Phase
+from ..golden.matcher import match_slots
+from ..model import VARIANTS, group_masks, need_table
 
 __all__ = ["walk_reference", "reference_walk"]
 
