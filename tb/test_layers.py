@@ -1,20 +1,32 @@
 """The layers, enforced: an import graph of every source file, checked for
-back-edges, private cross-module imports and more than one module name per
-file; and `import kaleido.golden` from a plain checkout.
+back-edges, private cross-module imports, import cycles, test modules used
+as libraries and more than one module name per file; and `import
+kaleido.golden` from a plain checkout.
 
 Layers, bottom up (docs/ARCHITECTURE.md):
 
 * configuration: kaleido.{config, checks, encoding, loopnest}; numpy only
 * golden model: kaleido.golden; numpy (and scikit-image for workloads)
 * RTL: kaleido.hdl; amaranth; reads the configuration, never golden or tb
-* cycle model, CLI, benchmarks: kaleido.{model, cli, bench}; no RTL
+* cycle model, CLI and the rest of the product: kaleido.{model, cli,
+  calibrate, stage_timing, ...}; no RTL, never the research
+* research: kaleido.explore (the design exploration and its models); what
+  the product offers, no RTL; the product never imports it (one declared
+  edge: :data:`ALLOWED`)
+* benchmarks: kaleido.bench; the product and the research, no RTL
 * synthesis flow: kaleido.synth; the RTL, never golden or tb
-* tests and testbenches: kaleido.tb; anything
+* tests and testbenches: kaleido.tb; anything but a test module
+  (``test_*.py``): their helpers live in the kit (``tb/kit.py``,
+  ``tb/*_cases.py``, ...)
+
+No import cycles anywhere, lazy imports inside functions included.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import itertools
 import os
 import pathlib
 import shutil
@@ -34,24 +46,38 @@ TREES = {
 }
 CONFIG = ("kaleido.config", "kaleido.checks", "kaleido.encoding", "kaleido.loopnest")
 TOOLS = ("kaleido.model", "kaleido.cli", "kaleido.bench")
+#: the research: the design exploration and its models, apart from the product
+RESEARCH = ("kaleido.explore",)
+NO_RTL = ("amaranth", "cocotb", "kaleido.hdl", "kaleido.tb", "kaleido.synth")
 
 #: layer -> prefixes it must not import
 FORBIDDEN = {
-    "config": ("amaranth", "cocotb", "kaleido.golden", "kaleido.hdl", "kaleido.tb", "kaleido.synth", *TOOLS),
-    "golden": ("amaranth", "cocotb", "kaleido.hdl", "kaleido.tb", "kaleido.synth", *TOOLS),
-    "hdl": ("cocotb", "kaleido.golden", "kaleido.tb", "kaleido.synth", *TOOLS),
-    "tools": ("amaranth", "cocotb", "kaleido.hdl", "kaleido.tb", "kaleido.synth"),
-    "synth": ("cocotb", "kaleido.golden", "kaleido.tb", *TOOLS),
+    "config": ("amaranth", "cocotb", "kaleido.golden", "kaleido.hdl", "kaleido.tb", "kaleido.synth", *TOOLS, *RESEARCH),
+    "golden": ("amaranth", "cocotb", "kaleido.hdl", "kaleido.tb", "kaleido.synth", *TOOLS, *RESEARCH),
+    "hdl": ("cocotb", "kaleido.golden", "kaleido.tb", "kaleido.synth", *TOOLS, *RESEARCH),
+    "tools": (*NO_RTL, *RESEARCH),
+    "research": (*NO_RTL, "kaleido.cli", "kaleido.bench"),
+    "bench": NO_RTL,
+    "synth": ("cocotb", "kaleido.golden", "kaleido.tb", *TOOLS, *RESEARCH),
     "tb": (),
+}
+
+#: (importing module, imported module) edges a layer may cross anyway, each
+#: with why; nothing else crosses. Keep it short.
+ALLOWED = {
+    # `kaleido explore` is a subcommand of the product's CLI: _explore_parser
+    # registers the research's arguments (add_arguments) and handler (run);
+    # nothing else in the product reaches the research
+    ("kaleido.cli", "kaleido.explore"): "the `kaleido explore` subcommand",
 }
 
 
 def layer(module: str) -> str:
     if module.startswith(CONFIG) or module == "kaleido":
         return "config"
-    for name in ("golden", "hdl", "tb", "synth"):
-        if module.startswith(f"kaleido.{name}"):
-            return name
+    for name in ("golden", "hdl", "tb", "synth", "explore", "bench"):
+        if module == f"kaleido.{name}" or module.startswith(f"kaleido.{name}."):
+            return {"explore": "research"}.get(name, name)
     return "tools"
 
 
@@ -75,12 +101,17 @@ def sources() -> list[pathlib.Path]:
     return files
 
 
+@functools.cache
+def parsed(path: pathlib.Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def imports(path: pathlib.Path, module: str, text: str | None = None) -> list[tuple[str, list[str], int]]:
     """``(imported module, names, line)`` of every import in a file (or in
     ``text`` given for it), relative imports resolved."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: list[tuple[str, list[str], int]] = []
-    for node in ast.walk(ast.parse(path.read_text() if text is None else text, str(path))):
+    for node in ast.walk(parsed(path) if text is None else ast.parse(text, str(path))):
         if isinstance(node, ast.Import):
             out += [(a.name, [], node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -94,18 +125,29 @@ def imports(path: pathlib.Path, module: str, text: str | None = None) -> list[tu
     return out
 
 
+def imported_modules(target: str, names: list[str], known: set[str]) -> list[str]:
+    """The modules an import statement loads by name: ``target``, and
+    ``target.name`` for each imported name that is a module of the tree
+    (``from kaleido import explore`` imports ``kaleido.explore``)."""
+    subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in known]
+    return [target, *subs] if not names or len(subs) < len(names) else subs
+
+
 def violations(extra: dict[pathlib.Path, str] | None = None) -> list[str]:
     """Every layer violation of the tree, plus of the ``extra`` files
     (path -> source text, not written anywhere)."""
     bad = []
     extra = extra or {}
+    known = {module_name(p) for p in [*sources(), *extra]}
     for path in [*sources(), *extra]:
         module = module_name(path)
         rel = path.relative_to(ROOT)
         for target, names, line in imports(path, module, extra.get(path)):
-            for prefix in FORBIDDEN[layer(module)]:
-                if target == prefix or target.startswith(prefix + "."):
-                    bad.append(f"{rel}:{line}: {layer(module)} layer imports {target}")
+            for imported in imported_modules(target, names, known):
+                for prefix in FORBIDDEN[layer(module)]:
+                    crosses = imported == prefix or imported.startswith(prefix + ".")
+                    if crosses and (module, imported) not in ALLOWED:
+                        bad.append(f"{rel}:{line}: {layer(module)} layer imports {imported}")
             # the top-level folders are packages only as kaleido.<folder>
             if target.split(".")[0] in ("golden", "hdl", "tb", "synth"):
                 bad.append(f"{rel}:{line}: imports {target}; use kaleido.{target}")
@@ -120,6 +162,152 @@ def violations(extra: dict[pathlib.Path, str] | None = None) -> list[str]:
                 if not (module == owner or module.startswith(owner + ".")):
                     bad.append(f"{rel}:{line}: imports the private module {target}")
     return bad
+
+
+def import_graph(extra: dict[pathlib.Path, str] | None = None) -> dict[str, dict[str, str]]:
+    """module -> {imported module of the tree: ``path:line`` of the first
+    such import}, every import counted (lazy ones inside functions too);
+    ``extra`` files (path -> source text) are added or replace a file's
+    text, written nowhere."""
+    extra = extra or {}
+    paths = {**dict.fromkeys(sources()), **extra}
+    known = {module_name(p) for p in paths}
+    graph: dict[str, dict[str, str]] = {}
+    for path, text in paths.items():
+        module = module_name(path)
+        edges = graph.setdefault(module, {})
+        for target, names, line in imports(path, module, text):
+            for imported in imported_modules(target, names, known):
+                if imported in known and imported != module:
+                    edges.setdefault(imported, f"{path.relative_to(ROOT)}:{line}")
+    return graph
+
+
+def import_cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
+    """One cycle through every strongly connected component of more than
+    one module (Tarjan's algorithm), as ``[a, b, ..., a]``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, {})):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    cycles = []
+    for component in sorted(components):
+        inside, start = set(component), component[0]
+        # the shortest way back to the start, breadth first, inside the component
+        came: dict[str, str] = {}
+        frontier = [start]
+        while start not in came:
+            reached = []
+            for v in frontier:
+                for w in sorted(graph[v]):
+                    if w in inside and w not in came:
+                        came[w] = v
+                        reached.append(w)
+            frontier = reached
+        path, v = [start], came[start]
+        while v != start:
+            path.append(v)
+            v = came[v]
+        cycles.append([*path, start][::-1])
+    return cycles
+
+
+def cycle_report(graph: dict[str, dict[str, str]]) -> list[str]:
+    return [
+        " -> ".join(cycle) + "  (" + ", ".join(graph[a][b] for a, b in itertools.pairwise(cycle)) + ")"
+        for cycle in import_cycles(graph)
+    ]
+
+
+def test_modules_import_no_cycle():
+    cycles = cycle_report(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_check_catches_a_seeded_cycle():
+    """Two in-memory modules importing each other, one of them lazily, and
+    a third closing a longer loop through an existing module: each cycle is
+    reported with its modules and the lines that close it."""
+    a, b = ROOT / "kaleido" / "_seeded_a.py", ROOT / "kaleido" / "_seeded_b.py"
+    lazy = "def f():\n    from . import _seeded_a\n"
+    graph = import_graph({a: "from ._seeded_b import f\n", b: lazy})
+    assert "kaleido._seeded_a -> kaleido._seeded_b -> kaleido._seeded_a" in "\n".join(cycle_report(graph))
+    config = ROOT / "kaleido" / "config.py"
+    seeded = {config: config.read_text() + "\nfrom .explore import explorer\n"}
+    cycles = import_cycles(import_graph(seeded))
+    assert any({"kaleido.config", "kaleido.explore.explorer"} <= set(c) for c in cycles), cycles
+
+
+def test_no_test_module_is_imported():
+    """A test file's helpers belong in the kit (tb/kit.py, tb/*_cases.py,
+    ...): a ``test_*.py`` imported as a library is loaded twice in one
+    pytest run, under its basename and its kaleido.tb name."""
+    assert not imports_of_test_modules(), "\n".join(imports_of_test_modules())
+
+
+def imports_of_test_modules(extra: dict[pathlib.Path, str] | None = None) -> list[str]:
+    extra = extra or {}
+    paths = {**dict.fromkeys(sources()), **extra}
+    known = {module_name(p) for p in paths}
+    bad = []
+    for path, text in paths.items():
+        for target, names, line in imports(path, module_name(path), text):
+            for imported in imported_modules(target, names, known):
+                if imported.rpartition(".")[2].startswith("test_"):
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: imports the test module {imported}")
+    return bad
+
+
+def test_the_test_module_check_catches_one():
+    seeded = ROOT / "tb" / "_seeded_helper.py"
+    bad = imports_of_test_modules(
+        {seeded: "from kaleido.tb.test_mem_port import run_loads\nfrom kaleido.tb import test_layers\n"}
+    )
+    assert "tb/_seeded_helper.py:1: imports the test module kaleido.tb.test_mem_port" in bad
+    assert "tb/_seeded_helper.py:2: imports the test module kaleido.tb.test_layers" in bad
+
+
+def test_the_research_is_apart_from_the_product():
+    """A product module importing the research is reported, however it
+    names it; the one declared edge (kaleido.cli) is not."""
+    model = ROOT / "kaleido" / "model.py"
+    seeded = {
+        ROOT / "kaleido" / "_seeded_product.py": "from .explore.model import qk_cycle_budget\nfrom . import explore\n",
+        ROOT / "golden" / "_seeded_golden.py": "import kaleido.explore.row_delta\n",
+    }
+    bad = violations(seeded)
+    assert "kaleido/_seeded_product.py:1: tools layer imports kaleido.explore.model" in bad
+    assert "kaleido/_seeded_product.py:2: tools layer imports kaleido.explore" in bad
+    assert "golden/_seeded_golden.py:1: golden layer imports kaleido.explore.row_delta" in bad
+    assert not any(b.startswith("kaleido/cli.py") for b in bad)
+    assert layer("kaleido.explore.window_pe") == "research" and layer(module_name(model)) == "tools"
+    assert layer("kaleido.bench.explore") == "bench"
 
 
 def test_no_layer_is_crossed():
