@@ -1761,7 +1761,8 @@ class AccumulationBufferSums(Harness):
     narrower value space keeps the BMC within reach). The stream rule on
     ``s`` and ``unloaded`` are asserted in every variant. Covers: a hold, a full FIFO, a
     forwarded read-modify-write, two lanes to one bank in a cycle, a tile
-    added to a word (not first), a whole unload."""
+    added to a word (not first), a whole unload, a full ring
+    (:data:`RING_DEPTH` passes in flight)."""
 
     white_box = True
 
@@ -1916,6 +1917,8 @@ class AccumulationBufferSums(Harness):
             Cover(added, "tile_added"),
             Cover(dut.unloaded, "unloaded"),
             Cover(one_bank, "one_bank_all_lanes"),
+            # the ring's bound: RING_DEPTH passes in flight (the routing holds with the ring full)
+            Cover(in_flight == RING_DEPTH, "ring_full"),
         ]
         if two:  # the overlap: tiles into a set, the handoff, then tiles into the other set while it unloads
             tiles_in = any_tile & take

@@ -285,3 +285,66 @@ def test_accumulation_buffer_rejects_bad_parameters():
     with pytest.raises(TypeError, match=r"s_fifo_depth must be an integer, not 'x'"):
         KaleidoConfig.one_array(s_fifo_depth="x")
     assert RING_DEPTH == 4
+
+
+#: engine heads for the ring: the default 4x4 array (a pass of one-beat
+#: phases lasts 5 cycles, its last tile leaves the last PE 8 after its last
+#: beat) and four 2x2 arrays (a ring each)
+RING_CASES = [
+    ("video", KaleidoConfig.one_array(split=(2, 3, 3), batch=2), 3),
+    ("video", KaleidoConfig.one_array(split=(4, 7, 5), batch=4, sub_arrays=(2, 2)), 2),
+]
+
+
+@pytest.mark.parametrize("kind, cfg, most", RING_CASES, ids=["4x4", "2x2-arrays"])
+def test_the_ring_of_passes_in_flight_in_the_engine(kind, cfg, most, seed):
+    """The ring's bound (issue 46 item 4): the buffer keeps the tokens of
+    the last :data:`RING_DEPTH` (4) passes taken, and nothing holds the
+    dispatcher when the ring is full: the buffer's proofs
+    (``accumulation_buffer_routing``, ``sums``) assume the array never has
+    more than ``RING_DEPTH`` passes in flight (taken, last T3 tile not yet
+    out of the last PE), and their covers reach a full ring (``ring_full``).
+    Here, white box in the whole engine (the dispatcher's and the array's
+    timing), each array's in-flight count never exceeds ``RING_DEPTH`` and
+    peaks at ``most``: 3 on a 4x4 array (passes 5 cycles apart at the
+    least, the last tile 8 cycles after a pass's last beat: a fourth pass
+    comes after the first one's last tile), 2 on 2x2 arrays; the ring has
+    one entry to spare on the 4x4 array. ``S`` stays exact. A ring of 2
+    (``RING_DEPTH = 2``) overwrites a pass in flight on the 4x4 array and
+    fails here (and every engine test)."""
+    from amaranth import Fragment
+    from amaranth.sim import Simulator as Sim
+
+    from kaleido.hdl.engine import KaleidoEngine
+    from kaleido.tb.benches import engine_bench
+    from kaleido.tb.engine_io import engine_words
+    from kaleido.tb.formal import sub_internals
+    from kaleido.tb.kit import AmaranthBackend
+
+    grid = (2, 2, 4)
+    w = make_workload(kind, grid, cfg.split, seed)
+    dut = KaleidoEngine(cfg, grid)
+    frag = Fragment.get(dut, None)  # simulated as is, so the buffer's counts can be read by name
+    sig = sub_internals(frag)
+    A = cfg.n_arrays
+    counts = [sig[f"accumulator.in_flight{f'_{a}' if A > 1 else ''}"] for a in range(A)]
+    peak = [0] * A
+    out: dict = {}
+
+    def each(be, cycle):
+        for a, c in enumerate(counts):
+            v = int(be._ctx.get(c))
+            assert v <= RING_DEPTH, f"seed {seed}: cycle {cycle}: array {a} has {v} passes in flight"
+            peak[a] = max(peak[a], v)
+
+    async def bench(ctx):
+        res = await engine_bench(AmaranthBackend(ctx, dut), engine_words(w.q, w.k, cfg), dut.s_width, each_cycle=each)
+        out["S"] = decode_scores(res.values, dut.n_tokens, dut.s_width)
+
+    sim = Sim(frag)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    ref = grouped_scores(w.q, w.k, grid, cfg.split, cfg.thresholds)
+    assert np.array_equal(out["S"], ref), f"seed {seed}: {(out['S'] != ref).sum()} scores differ"
+    assert max(peak) == most, f"seed {seed}: passes in flight peaked at {peak}, expected {most}"

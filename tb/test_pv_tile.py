@@ -289,7 +289,16 @@ def _credit_run(seed, stall):
     frag = Fragment.get(dut, None)  # simulated as is, so its registers can be read by name
     sig = sub_internals(frag)
     names = ("uc", "inflight", "running", "b_valid", "array.dispatcher.units__ready")
-    names += ("rows.w_en", "rows.w_rdy", "rows.r_en", "rows.r_rdy", "rows.level")
+    names += (
+        "rows.w_en",
+        "rows.w_rdy",
+        "rows.r_en",
+        "rows.r_rdy",
+        "rows.level",
+        "tags.w_en",
+        "tags.w_rdy",
+        "tags.level",
+    )
     log: list[dict[str, int]] = []
     out: dict = {}
 
@@ -325,7 +334,11 @@ def test_the_row_credits_bind_exactly(seed):
       array free) it starts exactly when reserved + R <= ``D``, so after
       the stall the next pass starts in the cycle after the pop that frees
       the R-th row, not a pop earlier or later;
-    * the totals are golden's, and the RTL's ``inflight`` is the count.
+    * the totals are golden's, and the RTL's ``inflight`` is the count;
+    * the pass tags' FIFO (``D // R + 1`` deep) is never written full and
+      holds at most ``D // R`` tags (one per pass holding credits); it is
+      sized by the credits, not reached (its level here peaks at 2: a
+      pass's tag leaves with its last drained row).
 
     Tightening the credit by one row (``<= D - 1``) or loosening it
     (``<= D + 1``) fails this test."""
@@ -339,6 +352,8 @@ def test_the_row_credits_bind_exactly(seed):
         assert c["inflight"] == reserved, f"cycle {t}: inflight {c['inflight']}, {reserved} rows reserved"
         assert reserved <= D, f"cycle {t}: {reserved} rows reserved, the FIFO holds {D}"
         assert not (c["rows.w_en"] and not c["rows.w_rdy"]), f"cycle {t}: a drained row written to a full FIFO"
+        assert not (c["tags.w_en"] and not c["tags.w_rdy"]), f"cycle {t}: a pass tag written to a full FIFO"
+        assert c["tags.level"] <= D // R, f"cycle {t}: {c['tags.level']} tags, more passes than credits allow"
         start = t + 1 < len(log) and c["uc"] == 0 and log[t + 1]["uc"] != 0
         could = c["running"] and c["uc"] == 0 and (not c["b_valid"] or c["array.dispatcher.units__ready"])
         if could:
