@@ -554,8 +554,8 @@ MUTANTS = [
     Mutant(
         "dense_engine_model_latency",
         "kaleido/model.py",
-        "DENSE_PE_LATENCY = 1",
-        "DENSE_PE_LATENCY = 2",
+        "DENSE_PE_LATENCY = PE_LATENCY",
+        "DENSE_PE_LATENCY = PE_LATENCY + 1",
         "dense engine",
     ),
     # small arrays behind the shared queue (issue 14): the skipped block, the ring per array, the model's wait

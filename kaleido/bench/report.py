@@ -1264,7 +1264,7 @@ _WINDOW_PE_CSV = "exploration_window_pe.csv"
 
 
 def window_pe_section(rep, plt):
-    """Issue 14: the window PE's cycle model (:mod:`kaleido.window_pe`) on
+    """Issue 14: the window PE's cycle model (:mod:`kaleido.explore.window_pe`) on
     the ceiling's choices: how much of the op bounds a PE keeps."""
     import json
 
@@ -1288,7 +1288,7 @@ def window_pe_section(rep, plt):
         *head,
         f'From {source} (docs/EXPLORATION.md, "The window PE"). Each head\'s window and thresholds as the '
         "ceiling chose them (calibrated: deployable; oracle; fixed: one for every head) on 16 one-PE window "
-        "arrays behind a shared pass queue (`kaleido.window_model`; w^2 accumulators a PE, no RTL): "
+        "arrays behind a shared pass queue (`kaleido.explore.window_model`; w^2 accumulators a PE, no RTL): "
         "`phased` runs the w^2 tiles one after another through the matcher (the pair PE's timing), `stream` "
         "packs any two half products of a pass. `window` has windows and small-P pairing; `every lever` also "
         "splits the row operand and delta-codes P. Whole attention over the dense arrays: geometric mean "
