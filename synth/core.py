@@ -28,6 +28,7 @@ read path on a chip. The area counts it as SRAM all the same.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -430,10 +431,16 @@ class CoreRun:
             work = os.path.join(self.root, "modules", h[:16])
             children = sorted(set(mods[name].children))
             self.jobs[h] = self.pool.submit(synth_module, module_source(mods, name), work, children)
+            self.jobs[h].add_done_callback(functools.partial(self._store, h))  # kept even if the run stops
 
-    def _result(self, h: str, name: str) -> dict:
+    def _store(self, h: str, fut) -> None:
+        """Cache a finished module's figures (not a failure)."""
         from .hier import cache_key
 
+        if not fut.cancelled() and fut.exception() is None:
+            self.cache.put(cache_key(*self.salt, h), fut.result())
+
+    def _result(self, h: str, name: str) -> dict:
         job = self.jobs[h]
         if isinstance(job, dict):
             return job
@@ -442,7 +449,6 @@ class CoreRun:
         except Exception as err:
             err.module = name  # type: ignore[attr-defined]
             raise
-        self.cache.put(cache_key(*self.salt, h), value)
         self.jobs[h] = value
         return value
 
