@@ -105,7 +105,8 @@ def test_report_covers(tmp_path):
 
 def test_report_memories(tmp_path):
     """A proof whose memories are mapped to flip-flops says so in its entry
-    (the banked buffer's covers: a hold, a full FIFO, a forward)."""
+    (the banked buffer's covers: a hold, a full FIFO, a forward, a full
+    ring)."""
     import json
 
     from kaleido.tb.formal import main
@@ -114,7 +115,8 @@ def test_report_memories(tmp_path):
     assert main(["--only", "accumulation_buffer_banked_cover", "--out", out, "--jobs", "1"]) == 0
     entry = json.load(open(out))["accumulation_buffer"]["banked_cover"]
     assert entry["memories"] == "flip-flops" and entry["status"] == "pass"
-    assert {"hold", "fifo_full", "rmw_forwarded", "one_bank_all_lanes"} <= set(entry["steps"])
+    # ring_full: RING_DEPTH passes in flight, the ring's bound (issue 46 item 4)
+    assert {"hold", "fifo_full", "rmw_forwarded", "one_bank_all_lanes", "ring_full"} <= set(entry["steps"])
 
 
 class _Never(Harness):
@@ -369,6 +371,31 @@ FORMAL_MUTANTS = [
         "for a in range(A):",
         "small arrays",
     ),
+    # issue 46 item 4, the bounds off by one: the small arrays' queue takes a pass while one is still
+    # latched (a second pass in a one-pass queue: blocks lost), or waits for the queue to empty (a
+    # pass not taken in the cycle its last block leaves: one pass fewer than the queue holds)
+    Mutant(
+        "array_set_takes_while_loaded",
+        "hdl/array_set.py",
+        "self.passes.ready.eq(~self.hold & (~loaded | last_block))",
+        "self.passes.ready.eq(~self.hold)",
+        "small arrays",
+    ),
+    Mutant(
+        "array_set_waits_for_empty",
+        "hdl/array_set.py",
+        "self.passes.ready.eq(~self.hold & (~loaded | last_block))",
+        "self.passes.ready.eq(~self.hold & ~loaded)",
+        "small arrays",
+    ),
+    # the accumulation buffer holds one entry early: no bank's FIFO is ever full
+    Mutant(
+        "s_fifo_holds_early",
+        "hdl/accumulation_buffer.py",
+        "overflow.eq(count + arrivals > D)",
+        "overflow.eq(count + arrivals > D - 1)",
+        "accumulation buffer",
+    ),
     # the pairing dispatcher moves on (its held half, its unit's second half) while its beat is stalled
     Mutant(
         "pv_pair_moves_under_stall",
@@ -439,6 +466,12 @@ SEEDED = [
     ("array_set_skips_block", "array_set_queue"),
     ("array_set_ignores_hold", "array_set_queue"),
     ("array_set_highest_free", "array_set_queue"),
+    # the bounds off by one (issue 46 item 4): the queue's one pass (its ready pinned by the walk),
+    # a FIFO that holds one entry early (its full state unreached)
+    ("array_set_takes_while_loaded", "array_set_queue"),
+    ("array_set_waits_for_empty", "array_set_queue"),
+    ("array_set_waits_for_empty", "array_set_cover"),  # pass_behind_last_block unreached
+    ("s_fifo_holds_early", "accumulation_buffer_banked_cover"),  # fifo_full unreached
     # small-P pairing: half B's P from the low nibble in the PE; the dispatcher moving on under a stall
     ("pe_pair_nibble_b", "pe_pv_pair_products"),
     ("pv_pair_moves_under_stall", "pv_dispatcher_pairs_stream"),
