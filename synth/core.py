@@ -55,6 +55,8 @@ __all__ = [
     "core_design",
     "core_verilog",
     "CoreRun",
+    "DEFAULT_FLATTEN",
+    "flat_core",
 ]
 
 #: a memory of at least this many words is a buffer (an SRAM macro); fewer
@@ -76,6 +78,13 @@ CORE_VARIANTS: dict[str, tuple[str, str]] = {
 #: the cores ``make synth`` builds unless ``--cores`` names others; the
 #: overheads are each Kaleido core's over ``"dense"``
 DEFAULT_CORES = tuple(CORE_VARIANTS)
+
+#: the cores ``make synth`` synthesizes flattened unless ``--flatten`` says
+#: otherwise: the dense core's accumulation buffer (the Kaleido engine's,
+#: general in the tile phase) sees the dense PEs' constant tile phase only
+#: across module boundaries, so its hierarchical figure is about twice its
+#: flattened one (docs/SYNTH.md "Hierarchical synthesis of the cores")
+DEFAULT_FLATTEN = ("dense",)
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "kaleido" / "data" / "chip_16nm.toml"
 
@@ -155,12 +164,14 @@ def _select(name: str, top: str) -> str:
 
 def synth_core(
     name: str,
-    design: wiring.Component | Callable[[], wiring.Component],
+    design: wiring.Component | Callable[[], wiring.Component] | None,
     root: str = "build/synth",
     min_words: int = MACRO_MIN_WORDS,
+    text: str | None = None,
 ) -> dict:
-    """The core flow (module docstring) for ``design`` (or a factory of it)
-    in ``root/name``; returns its report entry: ``cells``, ``flip_flops``,
+    """The core flow (module docstring) for ``design`` (or a factory of it;
+    or its Verilog ``text``, top ``core``) in ``root/name``; returns its
+    report entry: ``cells``, ``flip_flops``,
     ``transistors``, ``gate_depth`` of the logic, ``buffers`` (per buffer),
     ``buffer_bits``, ``logic_memory_bits`` (memories left to logic) and
     ``seconds``."""
@@ -169,9 +180,11 @@ def synth_core(
     t0 = time.time()
     work = work_dir(root, name, ("mems.json", "macros.ys", "generic_stat.json", "cmos_stat.txt", "cmos_ltp.txt"))
     top = "core"
-    dut = design() if callable(design) and not isinstance(design, wiring.Component) else design
+    if text is None:
+        dut = design() if callable(design) and not isinstance(design, wiring.Component) else design
+        text = verilog.convert(dut, name=top, emit_src=False)
     with open(os.path.join(work, "design.v"), "w") as f:
-        f.write(verilog.convert(dut, name=top, emit_src=False))
+        f.write(text)
     yosys = tool_path("yosys")
     run_tool(
         [
@@ -396,13 +409,14 @@ class CoreRun:
                 raise ValueError(f"unknown core {key!r}; known: {sorted(CORE_VARIANTS)}")
         self.root, self.pool, self.cache, self.core = root, pool, cache, core or CoreConfig()
         self.salt = (FLOW_ID, tool_version("yosys"), str(MACRO_MIN_WORDS), LOGIC_STEPS)
-        self.flat = {k: pool.submit(synth_core, f"{k}_core_flat", _CoreFactory(k, self.core), root) for k in flatten}
+        self.flat = {k: pool.submit(flat_core, k, root, self.salt, self.core) for k in flatten}
         if verilog is not None:  # designs given as Verilog (any top), not cores to elaborate
             self.elab = {k: _Done(text) for k, text in verilog.items()}
         else:
             self.elab = {k: pool.submit(core_verilog, k, self.core) for k in keys if k not in flatten}
         self.jobs: dict = {}  # module hash -> future or cached result
         self.done: dict = {}  # key -> (Verilog, modules, hashes)
+        self.flat_hits = 0  # flattened cores taken from the cache
         self.failures: dict = {}
 
     def submit(self) -> None:
@@ -468,7 +482,9 @@ class CoreRun:
                 progress(f"core {key}: {entries[key]['transistors']:,} transistors (hierarchical)")
         for key, fut in self.flat.items():
             try:
-                entries[key] = dict(fut.result(), method="flattened")
+                entry = fut.result()
+                self.flat_hits += entry.pop("cached")
+                entries[key] = dict(entry, method="flattened")
             except Exception as err:
                 self.failures[f"core:{key}"] = failure_entry(err)
         return {"entries": entries, "failures": dict(self.failures)}
@@ -490,6 +506,27 @@ class CoreRun:
         }
 
 
+#: the flattened core flow's id in its cache key (beside the module flow's salt)
+FLAT_FLOW_ID = "core-flat-1"
+
+
+def flat_core(key: str, root: str, salt: tuple, core: CoreConfig | None = None) -> dict:
+    """Core ``key`` through :func:`synth_core` (``synth -flatten``), or its
+    cached entry (``root/cache``, keyed by ``salt`` and the hash of its
+    Verilog); the entry has ``verilog_sha256`` and ``cached``."""
+    from .hier import Cache, cache_key
+
+    text = core_verilog(key, core)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    cache = Cache(os.path.join(root, "cache"))
+    cache_id = cache_key(FLAT_FLOW_ID, *salt, sha)
+    entry = cache.get(cache_id)
+    if entry is None:
+        entry = synth_core(f"{key}_core_flat", None, root, text=text)
+        cache.put(cache_id, entry)
+    return dict(entry, verilog_sha256=sha, cached=cache.hits > 0)
+
+
 class _Done:
     """A finished job's stand-in (``result()``)."""
 
@@ -502,13 +539,3 @@ class _Done:
 
 def _size(mod) -> int:
     return sum(len(x) for x in mod.lines)
-
-
-class _CoreFactory:
-    """A picklable factory of one core (crosses the process pool)."""
-
-    def __init__(self, key: str, core: CoreConfig):
-        self.key, self.core = key, core
-
-    def __call__(self) -> wiring.Component:
-        return core_design(self.key, self.core)

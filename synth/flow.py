@@ -45,7 +45,7 @@ from ..config import DESIGNS as CONFIG_DESIGNS
 from ..config import KaleidoConfig
 from ..hdl.emit import DESIGNS
 from .chip import chip_estimate
-from .core import CORE_VARIANTS, DEFAULT_CORES, CoreRun, core_report, core_table
+from .core import CORE_VARIANTS, DEFAULT_CORES, DEFAULT_FLATTEN, CoreRun, core_report, core_table
 from .hier import Cache, cache_key
 
 __all__ = [
@@ -599,7 +599,11 @@ def run_flow(
             done = core_run.collect(progress)
             report["failures"].update(done["failures"])
             report["core"] = core_report(done["entries"], report["designs"])
-    report["cache"] = {"hits": count["hits"] + cache.hits, "misses": count["misses"] + cache.misses}
+    flat = (core_run.flat_hits, len(flatten) - core_run.flat_hits) if core_run is not None else (0, 0)
+    report["cache"] = {
+        "hits": count["hits"] + cache.hits + flat[0],
+        "misses": count["misses"] + cache.misses + flat[1],
+    }
     report["ratios"] = ratios(report)
     report["goals"] = timing_goals(report)
     report["chip"] = chip_estimate(report["designs"])  # issue 15: area at the paper's denominator (synth/chip.py)
@@ -662,7 +666,12 @@ def _parse(argv: list | None) -> argparse.Namespace:
         help="the whole cores to synthesize beside the blocks, hierarchically (comma-separated of "
         f"{','.join(CORE_VARIANTS)}; empty: none; default: all, or none when --designs picks blocks)",
     )
-    ap.add_argument("--flatten", default="", help="cores to synthesize flattened instead (slow: tens of minutes)")
+    ap.add_argument(
+        "--flatten",
+        default=None,
+        help="cores to synthesize flattened instead (tens of minutes each, cached; default: "
+        f"{','.join(DEFAULT_FLATTEN)} when it is one of the cores)",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")
     args = ap.parse_args(argv)
@@ -672,8 +681,11 @@ def _parse(argv: list | None) -> argparse.Namespace:
             raise SystemExit(f"unknown design {n!r}; known: {sorted(REPORT_DESIGNS)}")
     if args.cores is None:  # the whole run, or only the blocks a user named
         args.cores = ",".join(DEFAULT_CORES) if args.designs == ap.get_default("designs") else ""
+    cores = tuple(c for c in args.cores.split(",") if c)
+    if args.flatten is None:
+        args.flatten = ",".join(c for c in DEFAULT_FLATTEN if c in cores)
     args.flatten = tuple(c for c in args.flatten.split(",") if c)
-    args.cores = tuple(c for c in args.cores.split(",") if c and c not in args.flatten)
+    args.cores = tuple(c for c in cores if c not in args.flatten)
     for c in (*args.cores, *args.flatten):
         if c not in CORE_VARIANTS:
             raise SystemExit(f"unknown core {c!r}; known: {sorted(CORE_VARIANTS)}")
