@@ -9,7 +9,16 @@ applies, in the default suite). An equivalent mutant (one no test can
 kill, because it does not change behaviour) names its reason and is left
 out of the kill rate.
 
-``python -m kaleido.tb.mutate [--only NAME,...] [--jobs N]``
+A mutant runs in stages, stopping at the first that fails (issue 46, item
+5): its own ``tests`` (part of the fast suite, so a kill there is a kill
+by the fast suite, only sooner), the whole fast suite, then its
+``proofs``: the formal proofs ``make test`` runs (``tb/test_formal.py``'s
+``test_proof``, not ``slow``), which the fast suite leaves out. A mutant
+only a proof fails is killed in ``make test`` and reported ``killed_by:
+"proof"``. Scores are per file group (:func:`group_of`), against the goal
+of :data:`GOAL` each.
+
+``python -m kaleido.tb.mutate [--only NAME,...] [--jobs N] [--targeted] [--merge]``
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import pathlib
 import shutil
@@ -25,7 +35,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["Mutant", "MUTANTS", "apply", "run", "FAST_SUITE"]
+__all__ = ["Mutant", "MUTANTS", "GOAL", "apply", "run", "group_of", "scores", "FAST_SUITE"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -43,11 +53,39 @@ FAST_SUITE = [
     "not rtl and not soak and not slow and not formal",
     "tb",
 ]
+#: a mutant's proofs, with ``make test``'s marks (pyproject.toml's default
+#: ``-m`` leaves out only ``soak`` and ``slow``)
+PROOF_SUITE = ["-x", "-q", "-p", "no:cacheprovider", f"--timeout={TEST_TIMEOUT}", "-m", "not soak and not slow"]
+
+#: the kill rate each file group should reach
+GOAL = 0.95
+
+#: file groups, the first prefix that matches a mutant's path
+GROUPS = (
+    ("hdl/", "hdl"),
+    ("golden/", "golden"),
+    ("kaleido/energy.py", "energy/area/efficiency"),
+    ("kaleido/area.py", "energy/area/efficiency"),
+    ("kaleido/efficiency.py", "energy/area/efficiency"),
+    ("kaleido/sensitivity.py", "energy/area/efficiency"),
+    ("synth/", "energy/area/efficiency"),
+    ("kaleido/explore/", "exploration"),
+    ("kaleido/calibrate.py", "exploration"),
+    ("kaleido/", "model"),
+)
+
+
+def group_of(path: str) -> str:
+    """The file group of a mutated file (:data:`GROUPS`)."""
+    return next((g for prefix, g in GROUPS if path.startswith(prefix)), "other")
 
 
 @dataclasses.dataclass(frozen=True)
 class Mutant:
-    """Replace ``old`` by ``new`` in ``path`` (relative to the root)."""
+    """Replace ``old`` by ``new`` in ``path`` (relative to the root).
+    ``tests``: pytest paths or node ids of the fast suite aimed at it, run
+    first; ``proofs``: :data:`kaleido.tb.formal.PROOFS` names, not slow, run
+    by ``make test``, tried when the fast suite spares it."""
 
     name: str
     path: str
@@ -55,6 +93,16 @@ class Mutant:
     new: str
     area: str
     equivalent: str | None = None
+    tests: tuple[str, ...] = ()
+    proofs: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        return group_of(self.path)
+
+    @property
+    def suite(self) -> str:
+        return "fast+formal" if self.proofs else "fast"
 
 
 MUTANTS = [
@@ -580,6 +628,185 @@ MUTANTS = [
         "ready = last_tile + 1",
         "small arrays",
     ),
+    # the queue picks the highest-index free array, not the lowest (kaleido.model.queue_ticks' rule): the
+    # fast suite spares it, the proof make test runs fails (docs/FORMAL.md; FORMAL_MUTANTS has it too)
+    Mutant(
+        "array_set_highest_free",
+        "hdl/array_set.py",
+        "for a in reversed(range(A)):",
+        "for a in range(A):",
+        "small arrays",
+        tests=("tb/test_engine.py::test_engine_small_arrays_amaranth",),
+        proofs=("array_set_queue",),
+    ),
+    # issue 46, item 5: the models that turn activity into joules and transistors into mm^2, the quality
+    # metrics, and the credit and occupancy bounds (each killed by the named independent test)
+    # -- the energy model (tb/test_energy_model.py: every stage's events and pJ by hand)
+    Mutant(
+        "energy_drain_no_tile_register",
+        "kaleido/energy.py",
+        'ev["acc_write"] += tiles * (1 + registers)',
+        'ev["acc_write"] += tiles * registers',
+        "energy model",
+        tests=("tb/test_energy_model.py",),
+    ),
+    Mutant(
+        "energy_pv_one_add",  # P V's combine dropped: one add per product, not two
+        "kaleido/energy.py",
+        'ev["add_20"] = 2 * pa["products"]  # the combine and the accumulate',
+        'ev["add_20"] = pa["products"]  # the combine and the accumulate',
+        "energy model",
+        tests=("tb/test_energy_model.py",),
+    ),
+    Mutant(
+        "energy_dense_beats_rows",  # the dense Q K^T's column tiles counted by rows
+        "kaleido/energy.py",
+        "dense_beats = math.ceil(n / R) * math.ceil(n / C) * d",
+        "dense_beats = math.ceil(n / R) * math.ceil(n / R) * d",
+        "energy model",
+        tests=("tb/test_energy_model.py",),
+    ),
+    Mutant(
+        "energy_softmax_s_once",  # the softmax reads S once, not twice (the row replayed)
+        "kaleido/energy.py",
+        "n * n * 2 * ACC_ENTRY_BYTES + n * d * ACC_ENTRY_BYTES",
+        "n * n * ACC_ENTRY_BYTES + n * d * ACC_ENTRY_BYTES",
+        "energy model",
+        tests=("tb/test_energy_model.py",),
+    ),
+    Mutant(
+        "energy_savings_swapped",
+        "kaleido/energy.py",
+        '"savings": dense / kaleido,',
+        '"savings": kaleido / dense,',
+        "energy model",
+        tests=("tb/test_energy_model.py",),
+    ),
+    # -- the chip calibration and the core areas (tb/test_area_model.py: table 2 and counts by hand)
+    Mutant(
+        "chip_dense_arrays_overhead_of_arrays",  # the 6.6 % taken of the arrays, not of the chip
+        "kaleido/area.py",
+        'paper_dense_arrays = paper["arrays_mm2"] - paper["arrays_overhead"] * paper["total_mm2"]',
+        'paper_dense_arrays = paper["arrays_mm2"] * (1 - paper["arrays_overhead"])',
+        "chip calibration",
+        tests=("tb/test_area_model.py",),
+    ),
+    Mutant(
+        "chip_no_matchers",  # a dispatcher's matchers left out
+        "kaleido/area.py",
+        'for b in ("detector", "scheduler", "matcher"))',
+        'for b in ("detector", "scheduler"))',
+        "chip calibration",
+        tests=("tb/test_area_model.py",),
+    ),
+    Mutant(
+        "chip_dispatch_overhead_of_kaleido",  # the dispatchers' overhead over the Kaleido chip, not the dense
+        "kaleido/area.py",
+        '"dispatchers": dispatch_mm2 / dense,',
+        '"dispatchers": dispatch_mm2 / kaleido,',
+        "chip calibration",
+        tests=("tb/test_area_model.py",),
+    ),
+    Mutant(
+        "core_area_no_utilization",
+        "synth/core.py",
+        'entry["transistors"] / (data["logic"]["transistors_per_mm2"] * data["logic"]["utilization"])',
+        'entry["transistors"] / data["logic"]["transistors_per_mm2"]',
+        "core area",
+        tests=("tb/test_area_model.py",),
+    ),
+    Mutant(
+        "core_overhead_over_kaleido",  # the overhead at the paper's buffers over the Kaleido core's logic
+        "synth/core.py",
+        '"at_paper_buffers": (ka["logic"] - da["logic"]) / (da["logic"] + per_array),',
+        '"at_paper_buffers": (ka["logic"] - da["logic"]) / (ka["logic"] + per_array),',
+        "core area",
+        tests=("tb/test_area_model.py",),
+    ),
+    # -- the quality metrics (tb/test_quality_metrics.py: negative peaks, constant and zero references)
+    Mutant(
+        "metrics_peak_no_abs",
+        "golden/attention.py",
+        "peak = float(np.max(np.abs(ref)))",
+        "peak = float(np.max(ref))",
+        "quality metrics",
+        tests=("tb/test_quality_metrics.py",),
+    ),
+    Mutant(
+        "metrics_max_abs_signed",
+        "golden/attention.py",
+        '"max_abs": float(np.max(np.abs(diff)))',
+        '"max_abs": float(np.max(diff))',
+        "quality metrics",
+        tests=("tb/test_quality_metrics.py",),
+    ),
+    Mutant(
+        "metrics_cosine_divisor",  # the reference's norm squared, not the two norms
+        "golden/attention.py",
+        "np.sum(out * ref) / (norms[0] * norms[1])",
+        "np.sum(out * ref) / (norms[1] * norms[1])",
+        "quality metrics",
+        tests=("tb/test_quality_metrics.py",),
+    ),
+    # -- the efficiency figures (tb/test_efficiency.py: the spec's definitions on a made-up report)
+    Mutant(
+        "efficiency_clock_ratio_swapped",
+        "kaleido/efficiency.py",
+        'time_speedup = cycle_speedup * kaleido["mhz"] / dense["mhz"]',
+        'time_speedup = cycle_speedup * dense["mhz"] / kaleido["mhz"]',
+        "efficiency",
+        tests=("tb/test_efficiency.py",),
+    ),
+    Mutant(
+        "efficiency_chip_delta_sign",  # a design's extra logic per array subtracted from one_array's
+        "kaleido/efficiency.py",
+        'array["transistors"] = array["transistors"] + delta',
+        'array["transistors"] = array["transistors"] - delta',
+        "efficiency",
+        tests=("tb/test_efficiency.py",),
+    ),
+    Mutant(
+        "efficiency_dirty_report_trusted",  # a report measured with uncommitted changes called current
+        "kaleido/efficiency.py",
+        'return None, f"measured on {commit[:10]} with uncommitted changes"',
+        'return False, f"measured on {commit[:10]} with uncommitted changes"',
+        "efficiency provenance",
+        tests=("tb/test_efficiency.py",),
+    ),
+    # -- credit and occupancy bounds, each off by one (issue 46, item 4's tests reach each bound exactly)
+    Mutant(
+        "pv_tile_credit_one_row_early",  # the row credit tightened by one row: passes stop one row early
+        "hdl/pv_tile.py",
+        "credit_ok = (uc != 0) | (inflight + R <= D)",
+        "credit_ok = (uc != 0) | (inflight + R < D)",
+        "credit bounds",
+        tests=("tb/test_pv_tile.py::test_the_row_credits_bind_exactly",),
+    ),
+    Mutant(
+        "mem_port_room_one_more",  # the stalling memory model takes one request past its depth
+        "hdl/mem_port.py",
+        "room = in_flight + fifo.r_level < self._depth",
+        "room = in_flight + fifo.r_level <= self._depth",
+        "credit bounds",
+        tests=("tb/test_mem_port.py::test_stalling_model_holds_exactly_depth_requests",),
+    ),
+    Mutant(
+        "buffer_ring_two",  # a ring of 2 passes in flight: a pass's tokens overwritten while in flight
+        "hdl/accumulation_buffer.py",
+        "RING_DEPTH = 4",
+        "RING_DEPTH = 2",
+        "credit bounds",
+        tests=("tb/test_accumulation_buffer.py::test_the_ring_of_passes_in_flight_in_the_engine",),
+    ),
+    Mutant(
+        "s_fifo_holds_early",  # a bank's FIFO holds the array one entry early: never full (FORMAL_MUTANTS too)
+        "hdl/accumulation_buffer.py",
+        "overflow.eq(count + arrivals > D)",
+        "overflow.eq(count + arrivals > D - 1)",
+        "credit bounds",
+        tests=("tb/test_accumulation_buffer.py",),
+        proofs=("accumulation_buffer_banked_cover",),
+    ),
 ]
 
 
@@ -615,36 +842,129 @@ def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) ->
     return dest
 
 
+def _git_clone(tree: pathlib.Path, root: pathlib.Path) -> None:
+    """Give the scratch ``tree`` a git repository of its own sharing
+    ``root``'s objects, at ``root``'s HEAD, its index that commit: the
+    tests that read the history or compare the tree with HEAD (the
+    synthesis report's staleness, ``tb/test_efficiency.py``) see the
+    checkout's history and the mutated file as a change. Without it git
+    finds the checkout around ``build/`` and looks for ``build/.../hdl`` in
+    its history: a provenance test fails on every mutant, a false kill."""
+    if not (root / ".git").exists():
+        return
+    git = ["git", "-c", "advice.detachedHead=false"]
+    subprocess.run([*git, "clone", "-q", "--bare", "--shared", str(root), str(tree / ".git")], check=True)
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    for args in (["config", "core.bare", "false"], ["update-ref", "--no-deref", "HEAD", head.stdout.strip()]):
+        subprocess.run([*git, "-C", str(tree), *args], check=True)
+    subprocess.run([*git, "-C", str(tree), "read-tree", "HEAD"], check=True)
+
+
+def _failed(output: str) -> list[str]:
+    """The tests pytest names as failed (its short summary, ``-ra``)."""
+    out = []
+    for line in output.splitlines():
+        for tag in ("FAILED ", "ERROR "):
+            if line.startswith(tag):
+                out.append(line[len(tag) :].split(" - ")[0].strip())
+    return out
+
+
+def _stages(mutant: Mutant, args: list[str] | None, targeted: bool) -> list[tuple[str, list[str]]]:
+    """The runs a mutant goes through, in order: its own tests, the fast
+    suite (``args`` instead when given; left out with ``targeted`` when the
+    mutant names tests), its proofs."""
+    if args is not None:
+        return [("fast", list(args))]
+    stages = []
+    if mutant.tests:
+        stages.append(("tests", [*FAST_SUITE[:-1], *mutant.tests]))
+    if not (targeted and mutant.tests):
+        stages.append(("fast", list(FAST_SUITE)))
+    if mutant.proofs:
+        stages.append(("proof", [*PROOF_SUITE, *(f"tb/test_formal.py::test_proof[{p}]" for p in mutant.proofs)]))
+    return stages
+
+
 def run(
-    mutant: Mutant, work: str | os.PathLike, args: list[str] | None = None, jobs: int = 2, timeout: float = 7200
+    mutant: Mutant,
+    work: str | os.PathLike,
+    args: list[str] | None = None,
+    jobs: int = 2,
+    timeout: float = 7200,
+    targeted: bool = False,
 ) -> dict:
-    """Apply ``mutant`` in ``work`` and run ``args`` (default the fast suite)
-    there; killed when pytest fails. ``timeout`` (seconds) bounds the whole
-    run as a backstop: past it the run counts as a hang, killed. It must
+    """Apply ``mutant`` in ``work`` and run its stages there (:func:`_stages`;
+    ``args`` instead when given); killed when pytest fails, ``killed_by``
+    the stage (``"fast"`` for its own tests or the fast suite, ``"proof"``),
+    ``failed`` the tests that failed. ``timeout`` (seconds) bounds each
+    stage as a backstop: past it the run counts as a hang, killed. It must
     exceed the whole suite's time on the machine, or a survivor would be
-    counted killed; single hung tests are caught by ``TEST_TIMEOUT``."""
+    counted killed; single hung tests are caught by ``TEST_TIMEOUT``.
+    ``targeted``: a mutant with ``tests`` skips the whole fast suite (a
+    quick check; a survivor then has ``fast_suite: "targeted"``)."""
     tree = apply(mutant, work)
-    cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *(args or FAST_SUITE)]
-    t0 = time.time()
+    _git_clone(tree, ROOT)
     env = {**os.environ, "PYTHONPATH": str(tree), "KALEIDO_SEED": os.environ.get("KALEIDO_SEED", "1")}
-    proc = subprocess.Popen(
-        cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-        killed, tail = proc.returncode != 0, output.strip().splitlines()[-3:]
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # pytest and its xdist workers
-        proc.communicate()
-        killed, tail = True, [f"timeout after {timeout:g} s (a hang)"]
+    t0 = time.time()
+    killed, killed_by, failed, tail, ran = False, None, [], [], []
+    for stage, stage_args in _stages(mutant, args, targeted):
+        ran.append(stage)
+        cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *stage_args]
+        proc = subprocess.Popen(
+            cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+            killed, tail = proc.returncode != 0, output.strip().splitlines()[-3:]
+            failed = _failed(output) if killed else []
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # pytest and its xdist workers
+            proc.communicate()
+            killed, tail, failed = True, [f"timeout after {timeout:g} s (a hang)"], []
+        if killed:
+            killed_by = "proof" if stage == "proof" else "fast"
+            break
     return {
         "killed": killed,
+        "killed_by": killed_by,
+        "failed": failed,
+        "stages": ran,
+        "fast_suite": "targeted" if targeted and mutant.tests and "fast" not in ran else "whole",
         "seconds": round(time.time() - t0, 1),
         "area": mutant.area,
+        "group": mutant.group,
+        "suite": mutant.suite,
         "path": mutant.path,
         "equivalent": mutant.equivalent,
         "tail": tail,
     }
+
+
+def _percent(rate: float) -> str:
+    """A rate in percent, rounded down to 0.1 (94.96 % is not 95.0 %)."""
+    return f"{math.floor(rate * 1000) / 10:.1f} %"
+
+
+def scores(report: dict) -> dict:
+    """Per file group: mutants, non-equivalent ones, killed, killed only by
+    a proof, the rate and whether it meets :data:`GOAL`; and ``all``."""
+    groups: dict = {}
+    for name, r in report.items():
+        group = r.get("group") or group_of(r["path"])
+        for key in (group, "all"):
+            g = groups.setdefault(key, {"mutants": 0, "non_equivalent": 0, "killed": 0, "killed_by_proof": []})
+            g["mutants"] += 1
+            if not r["equivalent"]:
+                g["non_equivalent"] += 1
+                g["killed"] += bool(r["killed"])
+                if r["killed"] and r.get("killed_by") == "proof":
+                    g["killed_by_proof"].append(name)
+    for g in groups.values():
+        g["rate"] = g["killed"] / max(1, g["non_equivalent"])
+        g["goal"] = GOAL
+        g["meets_goal"] = g["killed"] >= GOAL * g["non_equivalent"]
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -652,8 +972,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument(
-        "--timeout", type=float, default=600, help="seconds per mutant; past it the mutant is a hang: killed"
+        "--timeout", type=float, default=7200, help="seconds per stage; past it the mutant is a hang: killed"
     )
+    ap.add_argument(
+        "--targeted",
+        action="store_true",
+        help="a mutant with its own tests runs those and its proofs, not the whole fast suite (a quick check)",
+    )
+    ap.add_argument("--merge", action="store_true", help="keep the other mutants' results of an earlier --out")
     ap.add_argument("--out", default="build/mutate/report.json")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
@@ -663,23 +989,28 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"unknown mutant {n!r}; known: {sorted(known)}")
     todo = [known[n] for n in names] if names else MUTANTS
     report: dict = {}
+    if args.merge and os.path.exists(args.out):
+        with open(args.out) as f:
+            report = {k: v for k, v in json.load(f)["mutants"].items() if k in known}
     work = pathlib.Path(args.out).parent / "tree"
     for m in todo:
-        report[m.name] = r = run(m, work, jobs=args.jobs, timeout=args.timeout)
-        print(f"{m.name:24s} {'killed' if r['killed'] else 'SURVIVED':8s} {r['seconds']:6.1f} s  {m.area}", flush=True)
+        report[m.name] = r = run(m, work, jobs=args.jobs, timeout=args.timeout, targeted=args.targeted)
+        verdict = f"killed ({r['killed_by']})" if r["killed"] else "SURVIVED"
+        by = r["failed"][0] if r["failed"] else ""
+        print(f"{m.name:36s} {verdict:15s} {r['seconds']:7.1f} s  {m.group}: {m.area}  {by}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
-    live = [r for r in report.values() if not r["equivalent"]]
-    killed = sum(r["killed"] for r in live)
-    summary = {
-        "mutants": len(report),
-        "non_equivalent": len(live),
-        "killed": killed,
-        "rate": killed / max(1, len(live)),
-    }
+    groups = scores(report)
+    summary = {**groups["all"], "groups": {k: v for k, v in groups.items() if k != "all"}}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"summary": summary, "mutants": report}, f, indent=2)
-    print(f"killed {killed} of {len(live)} non-equivalent mutants ({summary['rate']:.0%}); {args.out}")
+    print(f"score per file group (goal {GOAL:.0%} each; killed by a proof = killed in make test):")
+    for key, g in groups.items():
+        mark = "" if g["meets_goal"] else f"  BELOW the {GOAL:.0%} goal"
+        proof = f", {len(g['killed_by_proof'])} only by a proof" if g["killed_by_proof"] else ""
+        rate = _percent(g["rate"])
+        print(f"  {key:24s} {g['killed']:3d} of {g['non_equivalent']:3d} killed  {rate:>7s}{proof}{mark}")
+    print(args.out)
     return 0
 
 

@@ -39,3 +39,86 @@ def test_a_hang_is_killed_at_the_timeout(tmp_path):
     args = ["-q", "-p", "no:cacheprovider", "tb/test_blocks.py", "-k", "detector-amaranth"]
     r = run(same, tmp_path / "c", args, jobs=1, timeout=0.5)
     assert r["killed"] and r["tail"] == ["timeout after 0.5 s (a hang)"], r
+
+
+def test_each_mutant_names_tests_and_proofs_make_test_runs():
+    """A mutant's own tests are files of the tree (and their functions in
+    them); its proofs are ``make test``'s (in PROOFS, not ``slow``), so a
+    mutant they kill is killed in ``make test``. Every file group is named."""
+    import pathlib
+
+    from kaleido.tb.formal import PROOFS
+    from kaleido.tb.mutate import ROOT
+
+    for m in MUTANTS:
+        for test in m.tests:
+            path, _, func = test.partition("::")
+            assert (ROOT / path).is_file(), (m.name, test)
+            assert not func or f"def {func}(" in pathlib.Path(ROOT / path).read_text(), (m.name, test)
+        for proof in m.proofs:
+            assert proof in PROOFS and not PROOFS[proof].slow, (m.name, proof)
+        assert m.suite == ("fast+formal" if m.proofs else "fast")
+        assert m.group in {"hdl", "golden", "model", "exploration", "energy/area/efficiency"}, (m.name, m.path)
+    # issue 46, item 5: the models, the quality metrics and the bounds are reached
+    paths = {m.path for m in MUTANTS}
+    for path in ["kaleido/energy.py", "kaleido/area.py", "kaleido/efficiency.py", "synth/core.py"]:
+        assert path in paths, path
+    assert {"golden/attention.py", "hdl/pv_tile.py", "hdl/mem_port.py", "hdl/accumulation_buffer.py"} <= paths
+    queue = next(m for m in MUTANTS if m.name == "array_set_highest_free")
+    assert queue.proofs == ("array_set_queue",)
+
+
+def test_scores_per_group():
+    """A kill by a proof counts; a group below the goal shows its rate
+    rounded down (18 of 19 is 94.7 %, never 95 %)."""
+    from kaleido.tb.mutate import _percent, scores
+
+    def entry(path, killed, by=None, equivalent=None):
+        return {"path": path, "killed": killed, "killed_by": by, "equivalent": equivalent}
+
+    report = {f"h{i}": entry("hdl/x.py", i != 0) for i in range(19)}
+    report["q"] = entry("hdl/array_set.py", True, "proof")
+    report["e"] = entry("kaleido/energy.py", True, "fast")
+    report["eq"] = entry("kaleido/area.py", False, equivalent="no behaviour changes")
+    got = scores(report)
+    assert got["hdl"]["killed"] == 19 and got["hdl"]["non_equivalent"] == 20 and got["hdl"]["meets_goal"]
+    assert got["hdl"]["killed_by_proof"] == ["q"]
+    assert got["energy/area/efficiency"] == {
+        "mutants": 2,
+        "non_equivalent": 1,
+        "killed": 1,
+        "killed_by_proof": [],
+        "rate": 1.0,
+        "goal": 0.95,
+        "meets_goal": True,
+    }
+    del report["q"]
+    low = scores(report)["hdl"]
+    assert not low["meets_goal"] and _percent(low["rate"]) == "94.7 %"
+    assert _percent(0.94999) == "94.9 %" and list(scores(report))[-1] == "all"
+
+
+def test_a_scratch_tree_sees_the_history(tmp_path):
+    """The scratch tree has the checkout's history and HEAD, so the
+    synthesis report's staleness tests pass on an unchanged tree (they
+    failed on every mutant when git found the checkout around build/)."""
+    same = Mutant("identity", "hdl/detector.py", "full = (x9 & full_mask) == 0", "full = (x9 & full_mask) == 0", "none")
+    args = ["-x", "-q", "-p", "no:cacheprovider", "tb/test_efficiency.py", "-k", "provenance or current"]
+    r = run(same, tmp_path / "d", args, jobs=1)
+    assert not r["killed"], r["tail"]
+    assert r["killed_by"] is None and r["failed"] == [] and r["stages"] == ["fast"]
+
+
+def test_stages():
+    """A mutant's own tests first, then the fast suite, then its proofs
+    (the fast suite left out with ``targeted``)."""
+    from kaleido.tb.mutate import FAST_SUITE, _stages
+
+    m = next(m for m in MUTANTS if m.name == "array_set_highest_free")
+    stages = _stages(m, None, False)
+    assert [s for s, _ in stages] == ["tests", "fast", "proof"]
+    assert stages[0][1][-1] == m.tests[0] and stages[1][1] == FAST_SUITE
+    assert stages[2][1][-1] == "tb/test_formal.py::test_proof[array_set_queue]"
+    assert "not soak and not slow" in stages[2][1]
+    assert [s for s, _ in _stages(m, None, True)] == ["tests", "proof"]
+    assert _stages(m, ["x"], False) == [("fast", ["x"])]
