@@ -466,3 +466,80 @@ def test_dense_core_has_the_same_buffers():
     assert len(banks) == cfg.array_rows + cfg.array_cols
     assert sum(m["bits"] for m in banks) == 2 * core.tile_tokens * n_batches * 8 * cfg.batch
     assert len(shared(dense)) + len(banks) == len(dense)
+
+
+@pytest.mark.slow
+def test_core_fifos_under_a_long_write_stall():
+    """The core's two control FIFOs (issue 46 item 4), white box, on three
+    query boxes (grid (2, 2, 12)) with the write port refusing every write
+    for the first 8,000 cycles: ``o_rows`` (the query boxes whose O is
+    pending, one per parity bank of ``tokens`` and ``recips``) fills to its
+    2 entries and is never written full; ``tags`` (the tiles between the
+    feeder's command and the router) peaks at 3 of its 4 (the feeder's
+    tile and the engine's two S sets): a bound sized, never reached. O
+    stays bit-exact: the third box's tokens never overwrite the first
+    box's bank while its O is pending. With ``o_rows`` 3 deep the level
+    still peaks at 2 (the P V stage's back-pressure stops the third box
+    first, 12,300 cycles either way), so no test can reach a third entry;
+    with 1 deep ``test_core_is_bit_exact`` fails on cycles."""
+    from amaranth import Fragment, Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import Out
+    from amaranth.sim import Simulator
+
+    from kaleido.config import SoftmaxFormat
+    from kaleido.tb.core_benches import CoreBench
+    from kaleido.tb.core_io import core_command, decode_o
+    from kaleido.tb.formal import sub_internals
+
+    class HeldBits(wiring.Component):
+        """The bench's stall bits, left to the testbench (``bits[4:6] == 0``: no write taken)."""
+
+        def __init__(self) -> None:
+            super().__init__({"bits": Out(32)})
+
+        def elaborate(self, platform):
+            return Module()
+
+    grid, split = (2, 2, 12), (4, 4, 4)
+    config = KaleidoConfig.one_array(split=split, batch=4)
+    core = CoreConfig(tile=(2, 2, 4), port_bytes=4, mem_latency=3, max_tokens=64)
+    fmt = SoftmaxFormat()
+    Q, K, V, scales = core_head(grid, split, SEED)
+    n, d = Q.shape
+    C = config.array_cols
+    image, cmd = core_command(Q, K, V, grid, scales, config, core, fmt, None)
+    dut = CoreBench(image, n * d, config, core, fmt)
+    dut.stalls = HeldBits()  # the bench's write stalls, from the testbench instead of an LFSR
+    frag = Fragment.get(dut, None)
+    sig = sub_internals(frag)
+    names = ("core.o_rows.level", "core.o_rows.w_en", "core.o_rows.w_rdy", "core.tags.level")
+    peak = {k: 0 for k in names}
+    out: list = []
+
+    async def bench(ctx):
+        ctx.set(dut.stalls.bits, 0)
+        ctx.set(dut.cmd.payload, cmd)
+        ctx.set(dut.cmd.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.cmd.valid, 0)
+        cycle = 0
+        while ctx.get(dut.busy):
+            if cycle == 8000:
+                ctx.set(dut.stalls.bits, 0xFFFF_FFFF)
+            got = {k: int(ctx.get(sig[k])) for k in names}
+            assert not (got["core.o_rows.w_en"] and not got["core.o_rows.w_rdy"]), f"cycle {cycle}"
+            peak.update({k: max(peak[k], got[k]) for k in names})
+            await ctx.tick()
+            cycle += 1
+            assert cycle < 100_000
+        out.append(decode_o([ctx.get(dut.o_banks[e % C].data[e // C]) for e in range(n * d)], n, d, dut.width))
+
+    sim = Simulator(frag)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    ref = core_reference(Q, K, V, grid, scales, config, core)
+    assert np.array_equal(out[0], ref), f"seed {SEED}: {(out[0] != ref).sum()} of {out[0].size} outputs differ"
+    assert peak["core.o_rows.level"] == 2, peak
+    assert peak["core.tags.level"] == 3, peak
