@@ -161,3 +161,18 @@ def test_report_at_head_is_current_unless_the_tree_changed(tmp_path):
     path.write_text(json.dumps(_report({"git_commit": _head(), "git_dirty": False})))
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "hdl", "kaleido/config.py"]).returncode
     assert load_synth(path).source["stale"] is bool(dirty)
+
+
+def test_report_with_uncommitted_changes_is_unverified(tmp_path):
+    """A report measured at HEAD with uncommitted changes (``git_dirty``)
+    is not called current: ``stale`` None, the changes named, the summary
+    line marked unverified (or ``stale`` True when the RTL changed since)."""
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(_report({"git_commit": _head(), "git_dirty": True})))
+    src = load_synth(path).source
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "hdl", "kaleido/config.py"]).returncode
+    if dirty:
+        assert src["stale"] is True
+    else:
+        assert src["stale"] is None and "with uncommitted changes" in src["why"], src
+        assert "unverified: " in summary_line(efficiency("paper", 1.2, None, load_synth(path)))

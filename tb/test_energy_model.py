@@ -306,3 +306,17 @@ def test_paper_qk_energy_in_figures():
     assert got["kaleido"] == pytest.approx(1133.99 * 0.281, rel=1e-9)
     # 80 x 0.2 + 128 x 0.065 + 176 x 0.075 + 265 x 0.03 + (272 + 192) x 1.25 = 625.47
     assert got["dense"] == pytest.approx(625.47 * 0.281, rel=1e-9)
+
+
+def test_dense_qk_on_a_non_square_array():
+    """The dense ``Q K^T`` on a 2x4 array, where rows and columns tile the
+    tokens differently (the cases above are square): ceil(4/2) x ceil(4/4)
+    = 2 tiles x 5 channels = 10 beats of 8 MACs; drains 4 x 4 PEs' worth x
+    3 batches = 48; beats 10 x (8 x 18 + 8x2 + 8x4 + 2 = 194 bits) = 242 B
+    (rounded down); reads 10 x (2 + 4) bytes and the drains' 48 x 4."""
+    cfg = KaleidoConfig.paper(split=SPLIT, batch=2, array_rows=2, array_cols=4)
+    _, result, pv = stubs("paper-2x2")  # the Kaleido side's stand-ins: only the dense Q K^T is pinned here
+    got = attention_events(*head(), GRID, SPLIT, cfg, result, pv)["qk"]["dense"]
+    want = full(mul_8x8=80, add_20=80 + 48, acc_write=80 + 48 * 2, reg_byte=242)
+    want.update(sram_read_byte=10 * 6 + 48 * 4, sram_write_byte=48 * 4)
+    assert got == want
