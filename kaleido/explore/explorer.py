@@ -111,6 +111,11 @@ __all__ = [
     "write_bounds",
     "write_bounds_csv",
     "read_bounds_csv",
+    "built_candidates",
+    "SMALL_P_BASES",
+    "small_p_candidates",
+    "summary",
+    "write",
 ]
 
 
