@@ -122,3 +122,16 @@ def test_stages():
     assert "not soak and not slow" in stages[2][1]
     assert [s for s, _ in _stages(m, None, True)] == ["tests", "proof"]
     assert _stages(m, ["x"], False) == [("fast", ["x"])]
+
+
+def test_the_fast_suite_leaves_out_this_file(tmp_path):
+    """In a mutated tree the mutant's own ``old`` text is gone, so
+    :func:`test_every_mutant_applies_once` fails there whatever the mutant
+    does; the fast suite leaves this file out, or every mutant would count
+    as killed by it."""
+    from kaleido.tb.mutate import FAST_SUITE
+
+    m = next(m for m in MUTANTS if m.name == "array_set_highest_free")
+    tree = apply(m, tmp_path / "tree")
+    assert (tree / m.path).read_text().count(m.old) == 0
+    assert "--ignore=tb/test_mutate.py" in FAST_SUITE and FAST_SUITE[-1] == "tb"
