@@ -1,7 +1,8 @@
 """Yosys / nextpnr flow for area and Fmax (spec sec. 11).
 
-``python -m kaleido.synth.flow`` (``make synth``) runs, for each design, on
-Verilog emitted from the project's own Amaranth:
+``python -m kaleido.synth.flow`` (``make synth``) runs, for each block of
+:data:`REPORT_DESIGNS` (:func:`synth_block`), on Verilog emitted from the
+project's own Amaranth:
 
 * generic: ``synth -flatten``, ``$scopeinfo`` cells deleted; cells and
   flip-flop bits;
@@ -14,9 +15,15 @@ Verilog emitted from the project's own Amaranth:
   (:class:`RegisteredIO`), ``synth_ecp5`` and ``nextpnr-ecp5 --85k
   --out-of-context`` (no pins, so port count does not matter).
 
+and the whole core of every design (:mod:`kaleido.synth.core`: each
+distinct module once, :mod:`kaleido.synth.hier`; the dense core
+flattened). Every result is cached by the hash of its Verilog
+(``build/synth/cache``); the report records its provenance
+(:func:`provenance`) and each design's ``verilog_sha256``.
+
 All tools are the PyPI YoWASP builds, run on paths relative to the work
 directory (they cannot open absolute ``/tmp`` paths). Results go to
-``build/synth/report.json`` and ``docs/SYNTH.md``.
+``build/synth/report.json`` and ``docs/SYNTH_TABLE.md``.
 """
 
 from __future__ import annotations
