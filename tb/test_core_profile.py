@@ -79,3 +79,42 @@ def test_plain_top_on_verilator_runs_a_head_bit_exact_in_the_models_cycles(tmp_p
     w = synthetic_video("hunyuan", (2, 2, 2), "slow", 1)
     assert row["bit_exact"] is True
     assert row["cycles"] == core_cycles(w.q, w.k, w.v, (2, 2, 2), KaleidoConfig.one_array(), CoreConfig())
+
+
+def test_the_speed_bench_rows_carry_the_design_and_the_cpu_time_of_each_run():
+    """``make bench``'s speed bench (``core_sim_bench.runs_csv``): one line a
+    run, with its design and its CPU seconds where measured (empty for a run
+    that built the binary), in the rows' order."""
+    import csv
+    import io
+
+    from kaleido.tb.core_sim_bench import runs_csv
+
+    row = {"harness": "binary", "simulator": "verilator", "tokens": 8, "cycles": 100, "model_cycles": 100}
+    rows = [
+        {**row, "design": "default", "bit_exact": True, "run_seconds": [0.5, 0.25]}
+        | {"runs_cycles_per_s": [200, 400], "run_cpu_seconds": [None, 0.2]},
+        {**row, "design": "one_array", "bit_exact": True, "run_seconds": [0.1]}
+        | {"runs_cycles_per_s": [1000], "run_cpu_seconds": [0.05]},
+    ]
+    got = [
+        (r["design"], r["run"], r["run_seconds"], r["run_cpu_seconds"])
+        for r in csv.DictReader(io.StringIO(runs_csv(rows)))
+    ]
+    assert got == [("default", "1", "0.5", ""), ("default", "2", "0.25", "0.2"), ("one_array", "1", "0.1", "0.05")]
+
+
+@pytest.mark.parametrize(
+    "designs, match",
+    [("dense", r"--designs takes names of default, one_array, paper, not 'dense'"), (",", r"not ','")],
+)
+def test_the_speed_bench_rejects_an_unknown_design(designs, match, tmp_path):
+    """The speed bench stops naming a bad ``--designs`` before it builds
+    anything."""
+    from kaleido.tb.core_sim_bench import DESIGNS_MEASURED
+    from kaleido.tb.core_sim_bench import main as bench
+
+    assert DESIGNS_MEASURED[0] == "default"  # the goal's row is make sim's design
+    with pytest.raises(SystemExit, match=match):
+        bench(["--designs", designs, "--out", str(tmp_path / "core_sim.json")])
+    assert not (tmp_path / "core_sim.json").exists()
