@@ -41,6 +41,18 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 
 from ..config import DESIGNS, CoreConfig, KaleidoConfig
+from .memories import MACRO_MIN_WORDS, classify_memories, select_name
+from .tools import (
+    LOGIC_STEPS,
+    failure_entry,
+    flip_flop_count,
+    logic_stats,
+    read_commands,
+    run_tool,
+    tool_path,
+    tool_version,
+    work_dir,
+)
 
 __all__ = [
     "MACRO_MIN_WORDS",
@@ -58,10 +70,6 @@ __all__ = [
     "DEFAULT_FLATTEN",
     "flat_core",
 ]
-
-#: a memory of at least this many words is a buffer (an SRAM macro); fewer
-#: is a FIFO's or a pipeline's storage, built from flip-flops
-MACRO_MIN_WORDS = 32
 
 #: the cores the flow can build: report key -> (:data:`kaleido.config.DESIGNS`
 #: name of its configuration, variant of
@@ -116,52 +124,6 @@ def core_verilog(key: str, core: CoreConfig | None = None) -> str:
     return verilog.convert(core_design(key, core), name="core", emit_src=False)
 
 
-def _number(value) -> int:
-    """A Yosys JSON parameter: an int, or a binary string (``x`` bits as 0)."""
-    if isinstance(value, int):
-        return value
-    return int(str(value).replace("x", "0") or "0", 2)
-
-
-def classify_memories(mems: dict, top: str, min_words: int = MACRO_MIN_WORDS) -> tuple[dict, dict]:
-    """Split the ``$mem_v2`` cells of Yosys ``write_json`` output ``mems``
-    (module ``top``) into buffers and logic. Returns ``(buffers, logic)``,
-    each ``{cell name: {"words", "width", "bits", "read_ports",
-    "write_ports", "read"}}`` (``read``: ``"sync"`` when every read port is
-    clocked, else ``"async"``). A buffer is a memory the design declared
-    (not a ``proc_rom`` case table) with at least ``min_words`` words. A
-    design without memories has an empty list."""
-    if not mems["modules"]:  # no memory selected: Yosys writes no module
-        return {}, {}
-    module = mems["modules"].get(top)
-    if module is None:
-        raise ValueError(f"no module {top!r} in the memory list; modules: {sorted(mems['modules'])}")
-    buffers: dict[str, dict] = {}
-    logic: dict[str, dict] = {}
-    for name, cell in module["cells"].items():
-        if cell["type"] != "$mem_v2":
-            continue
-        p = cell["parameters"]
-        words, width, reads = _number(p["SIZE"]), _number(p["WIDTH"]), _number(p["RD_PORTS"])
-        clocked = _number(p["RD_CLK_ENABLE"]) if reads else 0
-        entry = {
-            "words": words,
-            "width": width,
-            "bits": words * width,
-            "read_ports": reads,
-            "write_ports": _number(p["WR_PORTS"]),
-            "read": "sync" if clocked == (1 << reads) - 1 else "async",
-        }
-        table = "proc_rom" in str(p.get("MEMID", ""))
-        (logic if table or words < min_words else buffers)[name] = entry
-    return buffers, logic
-
-
-def _select(name: str, top: str) -> str:
-    """A Yosys selection of cell ``name`` of module ``top``."""
-    return f"{top}/" + name.replace("\\", "\\\\").replace("$", "\\$").replace(" ", "\\ ")
-
-
 def synth_core(
     name: str,
     design: wiring.Component | Callable[[], wiring.Component] | None,
@@ -175,7 +137,6 @@ def synth_core(
     ``transistors``, ``gate_depth`` of the logic, ``buffers`` (per buffer),
     ``buffer_bits``, ``logic_memory_bits`` (memories left to logic) and
     ``seconds``."""
-    from .flow import LOGIC_STEPS, flip_flop_count, logic_stats, read_commands, run_tool, tool_path, work_dir
 
     t0 = time.time()
     work = work_dir(root, name, ("mems.json", "macros.ys", "generic_stat.json", "cmos_stat.txt", "cmos_ltp.txt"))
@@ -200,7 +161,7 @@ def synth_core(
         buffers, logic = classify_memories(json.load(f), top, min_words)
     with open(os.path.join(work, "macros.ys"), "w") as f:
         if buffers:
-            f.write("chtype -set sram_macro " + " ".join(_select(n, top) for n in buffers) + "\n")
+            f.write("chtype -set sram_macro " + " ".join(select_name(n, top) for n in buffers) + "\n")
     run_tool(
         [
             yosys,
@@ -401,7 +362,6 @@ class CoreRun:
         core: CoreConfig | None = None,
         verilog: dict[str, str] | None = None,
     ):
-        from .flow import LOGIC_STEPS, tool_version
         from .hier import FLOW_ID
 
         for key in () if verilog else keys:
@@ -422,7 +382,6 @@ class CoreRun:
     def submit(self) -> None:
         """Wait for the elaborations and submit every distinct module not
         cached, the largest first over all cores."""
-        from .flow import failure_entry
         from .hier import cache_key, module_hashes, module_source, split_modules, synth_module
 
         todo = {}
@@ -468,7 +427,6 @@ class CoreRun:
 
     def collect(self, progress: Callable[[str], None] = lambda s: None) -> dict:
         """``{"entries": {key: entry}, "failures": {"core:<key>": ...}}``."""
-        from .flow import failure_entry
 
         if not self.done and self.elab:
             self.submit()

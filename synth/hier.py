@@ -214,8 +214,8 @@ def synth_module(source: str, work: str, children: list[str]) -> dict:
     ``cells`` and ``flip_flops`` without the children's instances and the
     macros, ``transistors``, ``gate_depth``, ``buffers``,
     ``logic_memory_bits``, ``seconds``."""
-    from .core import MACRO_MIN_WORDS, _select, classify_memories
-    from .flow import LOGIC_STEPS, flip_flop_count, logic_stats, read_commands, run_tool, tool_path, work_dir
+    from .memories import MACRO_MIN_WORDS, classify_memories, select_name
+    from .tools import LOGIC_STEPS, flip_flop_count, logic_stats, read_commands, run_tool, tool_path, work_dir
 
     t0 = time.time()
     work_dir(os.path.dirname(work) or ".", os.path.basename(work), ("mems.json", "macros.ys", "generic_stat.json"))
@@ -236,7 +236,7 @@ def synth_module(source: str, work: str, children: list[str]) -> dict:
         buffers, logic = classify_memories(json.load(f), TOP, MACRO_MIN_WORDS)
     with open(os.path.join(work, "macros.ys"), "w") as f:
         if buffers:
-            f.write("chtype -set sram_macro " + " ".join(_select(n, TOP) for n in buffers) + "\n")
+            f.write("chtype -set sram_macro " + " ".join(select_name(n, TOP) for n in buffers) + "\n")
     run_tool(
         [yosys, "-p", f"read_rtlil coarse.il; script macros.ys; synth -top {TOP} -run fine:check; {LOGIC_STEPS}"],
         work,

@@ -1,0 +1,57 @@
+"""Which memories of a design are buffers (SRAM macros) and which stay
+logic, and how to name one in a Yosys selection: shared by the whole-core
+flows (:mod:`kaleido.synth.core`, :mod:`kaleido.synth.hier`)."""
+
+from __future__ import annotations
+
+__all__ = ["MACRO_MIN_WORDS", "classify_memories", "select_name"]
+
+#: a memory of at least this many words is a buffer (an SRAM macro); fewer
+#: is a FIFO's or a pipeline's storage, built from flip-flops
+MACRO_MIN_WORDS = 32
+
+
+def _number(value) -> int:
+    """A Yosys JSON parameter: an int, or a binary string (``x`` bits as 0)."""
+    if isinstance(value, int):
+        return value
+    return int(str(value).replace("x", "0") or "0", 2)
+
+
+def classify_memories(mems: dict, top: str, min_words: int = MACRO_MIN_WORDS) -> tuple[dict, dict]:
+    """Split the ``$mem_v2`` cells of Yosys ``write_json`` output ``mems``
+    (module ``top``) into buffers and logic. Returns ``(buffers, logic)``,
+    each ``{cell name: {"words", "width", "bits", "read_ports",
+    "write_ports", "read"}}`` (``read``: ``"sync"`` when every read port is
+    clocked, else ``"async"``). A buffer is a memory the design declared
+    (not a ``proc_rom`` case table) with at least ``min_words`` words. A
+    design without memories has an empty list."""
+    if not mems["modules"]:  # no memory selected: Yosys writes no module
+        return {}, {}
+    module = mems["modules"].get(top)
+    if module is None:
+        raise ValueError(f"no module {top!r} in the memory list; modules: {sorted(mems['modules'])}")
+    buffers: dict[str, dict] = {}
+    logic: dict[str, dict] = {}
+    for name, cell in module["cells"].items():
+        if cell["type"] != "$mem_v2":
+            continue
+        p = cell["parameters"]
+        words, width, reads = _number(p["SIZE"]), _number(p["WIDTH"]), _number(p["RD_PORTS"])
+        clocked = _number(p["RD_CLK_ENABLE"]) if reads else 0
+        entry = {
+            "words": words,
+            "width": width,
+            "bits": words * width,
+            "read_ports": reads,
+            "write_ports": _number(p["WR_PORTS"]),
+            "read": "sync" if clocked == (1 << reads) - 1 else "async",
+        }
+        table = "proc_rom" in str(p.get("MEMID", ""))
+        (logic if table or words < min_words else buffers)[name] = entry
+    return buffers, logic
+
+
+def select_name(name: str, top: str) -> str:
+    """A Yosys selection of cell ``name`` of module ``top``."""
+    return f"{top}/" + name.replace("\\", "\\\\").replace("$", "\\$").replace(" ", "\\ ")
