@@ -28,7 +28,6 @@ FMAX = {
     "scheduler": 85.0,
     "matcher": 84.0,
     "pv_dispatcher": 200.0,
-    "pv_tile": 120.0,
     "tile_softmax": 82.0,
     "output_scaler": 95.0,
     "baseline_array": 130.0,
@@ -111,6 +110,14 @@ def test_efficiency_figures():
     assert eff["energy_ratio"] == 0.9
     assert eff["time_speedup_own_blocks"] == pytest.approx(1.5 * 80.0 / 130.0)  # the arrays, not the softmax
     assert "1.463x" in summary_line(eff)  # 1.5 x 80 / 82
+    assert eff["area_method"] == {"kaleido": "flattened", "dense": "flattened"}
+
+
+def test_areas_by_different_methods_are_said():
+    f = _figures()
+    cores = {**f.core, "default": {**f.core["default"], "method": "hierarchical"}}
+    line = summary_line(efficiency("default", 1.5, 0.9, SynthFigures(f.designs, cores, f.source)))
+    assert "core areas hierarchical against flattened" in line
 
 
 @pytest.mark.parametrize("design", ["dense", "custom", None])
