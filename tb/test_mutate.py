@@ -122,6 +122,8 @@ def test_stages():
     assert "not soak and not slow" in stages[2][1]
     assert [s for s, _ in _stages(m, None, True)] == ["tests", "proof"]
     assert _stages(m, ["x"], False) == [("fast", ["x"])]
+    fast = dict(_stages(m, None, False, ("tb/test_a.py::test_b",)))["fast"]
+    assert fast[-2:] == ["--deselect=tb/test_a.py::test_b", "tb"]
 
 
 def test_the_fast_suite_leaves_out_this_file(tmp_path):
