@@ -78,6 +78,7 @@ def test_make_verilog(tmp_path):
         "kaleido_pe",
         "kaleido_array",
         "mac_pe",
+        "mac_pe_1stage",
         "dense_array",
         "detector",
         "window_detector",
