@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["Mutant", "MUTANTS", "GOAL", "apply", "run", "group_of", "scores", "FAST_SUITE"]
+__all__ = ["Mutant", "MUTANTS", "GOAL", "apply", "run", "group_of", "scores", "stages_of", "percent_down", "FAST_SUITE"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -874,7 +874,7 @@ def _failed(output: str) -> list[str]:
     return out
 
 
-def _stages(
+def stages_of(
     mutant: Mutant, args: list[str] | None, targeted: bool, deselect: tuple[str, ...] = ()
 ) -> list[tuple[str, list[str]]]:
     """The runs a mutant goes through, in order: its own tests, the fast
@@ -901,7 +901,7 @@ def run(
     targeted: bool = False,
     deselect: tuple[str, ...] = (),
 ) -> dict:
-    """Apply ``mutant`` in ``work`` and run its stages there (:func:`_stages`;
+    """Apply ``mutant`` in ``work`` and run its stages there (:func:`stages_of`;
     ``args`` instead when given); killed when pytest fails, ``killed_by``
     the stage (``"fast"`` for its own tests or the fast suite, ``"proof"``),
     ``failed`` the tests that failed. ``timeout`` (seconds) bounds each
@@ -917,7 +917,7 @@ def run(
     env = {**os.environ, "PYTHONPATH": str(tree), "KALEIDO_SEED": os.environ.get("KALEIDO_SEED", "1")}
     t0 = time.time()
     killed, killed_by, failed, tail, ran = False, None, [], [], []
-    for stage, stage_args in _stages(mutant, args, targeted, deselect):
+    for stage, stage_args in stages_of(mutant, args, targeted, deselect):
         ran.append(stage)
         cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *stage_args]
         proc = subprocess.Popen(
@@ -951,7 +951,7 @@ def run(
     }
 
 
-def _percent(rate: float) -> str:
+def percent_down(rate: float) -> str:
     """A rate in percent, rounded down to 0.1 (94.96 % is not 95.0 %)."""
     return f"{math.floor(rate * 1000) / 10:.1f} %"
 
@@ -1026,7 +1026,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, g in groups.items():
         mark = "" if g["meets_goal"] else f"  BELOW the {GOAL:.0%} goal"
         proof = f", {len(g['killed_by_proof'])} only by a proof" if g["killed_by_proof"] else ""
-        rate = _percent(g["rate"])
+        rate = percent_down(g["rate"])
         print(f"  {key:24s} {g['killed']:3d} of {g['non_equivalent']:3d} killed  {rate:>7s}{proof}{mark}")
     print(args.out)
     return 0

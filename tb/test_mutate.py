@@ -71,7 +71,7 @@ def test_each_mutant_names_tests_and_proofs_make_test_runs():
 def test_scores_per_group():
     """A kill by a proof counts; a group below the goal shows its rate
     rounded down (18 of 19 is 94.7 %, never 95 %)."""
-    from kaleido.tb.mutate import _percent, scores
+    from kaleido.tb.mutate import percent_down, scores
 
     def entry(path, killed, by=None, equivalent=None):
         return {"path": path, "killed": killed, "killed_by": by, "equivalent": equivalent}
@@ -94,8 +94,8 @@ def test_scores_per_group():
     }
     del report["q"]
     low = scores(report)["hdl"]
-    assert not low["meets_goal"] and _percent(low["rate"]) == "94.7 %"
-    assert _percent(0.94999) == "94.9 %" and list(scores(report))[-1] == "all"
+    assert not low["meets_goal"] and percent_down(low["rate"]) == "94.7 %"
+    assert percent_down(0.94999) == "94.9 %" and list(scores(report))[-1] == "all"
 
 
 def test_a_scratch_tree_sees_the_history(tmp_path):
@@ -112,17 +112,17 @@ def test_a_scratch_tree_sees_the_history(tmp_path):
 def test_stages():
     """A mutant's own tests first, then the fast suite, then its proofs
     (the fast suite left out with ``targeted``)."""
-    from kaleido.tb.mutate import FAST_SUITE, _stages
+    from kaleido.tb.mutate import FAST_SUITE, stages_of
 
     m = next(m for m in MUTANTS if m.name == "array_set_highest_free")
-    stages = _stages(m, None, False)
+    stages = stages_of(m, None, False)
     assert [s for s, _ in stages] == ["tests", "fast", "proof"]
     assert stages[0][1][-1] == m.tests[0] and stages[1][1] == FAST_SUITE
     assert stages[2][1][-1] == "tb/test_formal.py::test_proof[array_set_queue]"
     assert "not soak and not slow" in stages[2][1]
-    assert [s for s, _ in _stages(m, None, True)] == ["tests", "proof"]
-    assert _stages(m, ["x"], False) == [("fast", ["x"])]
-    fast = dict(_stages(m, None, False, ("tb/test_a.py::test_b",)))["fast"]
+    assert [s for s, _ in stages_of(m, None, True)] == ["tests", "proof"]
+    assert stages_of(m, ["x"], False) == [("fast", ["x"])]
+    fast = dict(stages_of(m, None, False, ("tb/test_a.py::test_b",)))["fast"]
     assert fast[-2:] == ["--deselect=tb/test_a.py::test_b", "tb"]
 
 
