@@ -20,6 +20,7 @@ __all__ = [
     "check_scales",
     "ARRAY_VARIANTS",
     "check_variant",
+    "check_positive",
 ]
 
 
@@ -183,6 +184,13 @@ def check_s_sets(sets, name: str = "s_sets") -> int:
     if not is_int(sets) or sets not in (1, 2):
         raise ValueError(f"{name} must be 1 or 2, not {sets!r}")
     return int(sets)
+
+
+def check_positive(name: str, value) -> int:
+    """A positive ``int`` (not a bool), named ``name`` in the message."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    return value
 
 
 def check_pv_buffers(buffers) -> int:

@@ -409,44 +409,44 @@ MUTANTS = [
     ),
     Mutant(
         "model_s_lindley",
-        "kaleido/model.py",
+        "kaleido/model/engine.py",
         "occ = np.where(pre >= 0, u + 1, 0)",
         "occ = np.where(pre >= 0, u, 0)",
         "engine timing",
     ),
     Mutant(
         "model_s_hold",
-        "kaleido/model.py",
+        "kaleido/model/engine.py",
         "wait = max(wait, o + counts[k] - D)",
         "wait = max(wait, o + counts[k] - D - 1)",
         "engine timing",
     ),
     # the cycle model
-    Mutant("model_bank_free", "kaleido/model.py", "a_last[b - 2] + 2)", "a_last[b - 2] + 3)", "engine timing"),
+    Mutant("model_bank_free", "kaleido/model/engine.py", "a_last[b - 2] + 2)", "a_last[b - 2] + 3)", "engine timing"),
     Mutant(
         "model_pass_gap_start",
-        "kaleido/model.py",
+        "kaleido/model/qk.py",
         "(1 if pass_gap else 0) + array_drain(cfg)",
         "0 + array_drain(cfg)",
         "array timing",
     ),
     Mutant(
         "model_pv_tile_four_rows",  # issue 19: the old model, exact on 4-row arrays only
-        "kaleido/model.py",
+        "kaleido/model/pv.py",
         "return tile_latency(r, config.array_cols - 1) - (PE_LATENCY",
         "return tile_latency(r + config.array_rows - 4, config.array_cols - 1) - (PE_LATENCY",
         "P V timing",
     ),
     Mutant(
         "model_pv_run_busy_array",  # two buffers: the next run's first unit ignores the array's last two-beat unit
-        "kaleido/model.py",
+        "kaleido/model/pv.py",
         "first_in = max(max(last_fill + 1, entered) + 1, entered + p_last)",
         "first_in = max(last_fill + 1, entered) + 1",
         "P V timing",
     ),
     Mutant(
         "model_pv_drain",
-        "kaleido/model.py",
+        "kaleido/model/pv.py",
         "        beats + 1 + array_drain(config),",
         "        beats + array_drain(config),",
         "P V timing",
@@ -454,7 +454,7 @@ MUTANTS = [
     # issue 16's fast paths: the matcher automaton's window, the vectorised scheduler's room rule
     Mutant(
         "model_matcher_window",
-        "kaleido/model.py",
+        "kaleido/model/slots.py",
         "np.where(state < L, state + 1, 0)",
         "np.where(state <= L, state + 1, 0)",
         "array timing",
@@ -519,7 +519,7 @@ MUTANTS = [
     Mutant("explore_adaptive_floor", "kaleido/calibrate.py", "if p >= floor:", "if p >= floor - 3:", "exploration"),
     Mutant(
         "model_uniform_op_counts",
-        "kaleido/model.py",
+        "kaleido/model/qk.py",
         "counts = grouped_op_counts(Q, K, grid, split, cfg.thresholds)",
         "counts = grouped_op_counts(Q, K, grid, split, (cfg.F, cfg.P))",
         "model thresholds",
@@ -605,7 +605,7 @@ MUTANTS = [
     ),
     Mutant(
         "dense_engine_model_latency",
-        "kaleido/model.py",
+        "kaleido/model/engine.py",
         "DENSE_PE_LATENCY = PE_LATENCY",
         "DENSE_PE_LATENCY = PE_LATENCY + 1",
         "dense engine",
@@ -627,7 +627,7 @@ MUTANTS = [
     ),
     Mutant(
         "model_queue_trailing",
-        "kaleido/model.py",
+        "kaleido/model/engine.py",
         "ready = max(last_tile + 1, first + bt.length + (H if H_free is None else H_free))",
         "ready = last_tile + 1",
         "small arrays",

@@ -264,6 +264,23 @@ def test_the_cycle_check_catches_a_seeded_cycle():
     assert any({"kaleido.config", "kaleido.explore.explorer"} <= set(c) for c in cycles), cycles
 
 
+#: the cycle model's modules, bottom up: each imports only those before it
+MODEL_STAGES = ("slots", "queue", "qk", "engine", "softmax", "pv", "core")
+
+
+def test_the_cycle_model_imports_its_stages_bottom_up():
+    """kaleido.model is one module per stage (issue 44, item 4): each in the
+    import graph, importing no stage after it, and the package's
+    ``__init__`` only re-exporting them."""
+    graph = import_graph()
+    stages = [f"kaleido.model.{s}" for s in MODEL_STAGES]
+    assert {m for m in graph if m.startswith("kaleido.model.")} == set(stages)
+    for i, stage in enumerate(stages):
+        inside = {m for m in graph[stage] if m == "kaleido.model" or m.startswith("kaleido.model.")}
+        assert inside <= set(stages[:i]), (stage, sorted(inside - set(stages[:i])))
+    assert {m for m in graph["kaleido.model"] if m.startswith("kaleido.")} <= set(stages)
+
+
 def test_no_test_module_is_imported():
     """A test file's helpers belong in the kit (tb/kit.py, tb/*_cases.py,
     ...): a ``test_*.py`` imported as a library is loaded twice in one
@@ -296,7 +313,7 @@ def test_the_test_module_check_catches_one():
 def test_the_research_is_apart_from_the_product():
     """A product module importing the research is reported, however it
     names it; the one declared edge (kaleido.cli) is not."""
-    model = ROOT / "kaleido" / "model.py"
+    model = ROOT / "kaleido" / "model" / "qk.py"
     seeded = {
         ROOT / "kaleido" / "_seeded_product.py": "from .explore.model import qk_cycle_budget\nfrom . import explore\n",
         ROOT / "golden" / "_seeded_golden.py": "import kaleido.explore.row_delta\n",

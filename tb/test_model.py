@@ -169,7 +169,7 @@ def test_small_arrays_equal_the_plain_queue(seed, variant, monkeypatch):
     cycles, beats, blocks = _queue_cycles(w.q, w.k, w.grid, w.split, cfg, VARIANTS[variant][1])
     assert (r.cycles, r.beats, r.passes, r.arrays) == (cycles, beats, blocks, 16), f"seed {seed} grid {grid}"
     assert r.speedup == r.dense_cycles / r.cycles
-    monkeypatch.setattr("kaleido.model.BLOCK_CHUNK", 24)  # a batch's blocks in several pieces: the same
+    monkeypatch.setattr("kaleido.model.queue.BLOCK_CHUNK", 24)  # a batch's blocks in several pieces: the same
     assert run_model(w.q, w.k, w.grid, w.split, cfg, variant=variant).as_dict() == r.as_dict()
     one = run_model(w.q, w.k, w.grid, w.split, KaleidoConfig.one_array(split=w.split, batch=8), variant=variant)
     assert r.dense_cycles == one.dense_cycles and r.ops == one.ops

@@ -1,4 +1,4 @@
-"""Issue 16: the fast array walk (:func:`kaleido.model._walk`: distinct
+"""Issue 16: the fast array walk (:func:`kaleido.model.qk.array_walk`: distinct
 row/column keys, the matcher as an automaton, multiplicities per array)
 against the walk it replaced (kaleido/explore/reference_walk.py), result for result, on
 random small heads and configurations; a failing case prints its seed."""
@@ -9,21 +9,21 @@ import itertools
 import numpy as np
 import pytest
 
-import kaleido.model as model
 from kaleido import KaleidoConfig
 from kaleido.encoding import Need
 from kaleido.explore.reference_walk import reference_walk, walk_reference
 from kaleido.golden.matcher import match
 from kaleido.golden.workloads import synthetic_video
-from kaleido.model import VARIANTS, linear_cycles, run_model
+from kaleido.model import VARIANTS, linear_cycles, qk, run_model
+from kaleido.model.slots import need_words, pair_slots
 
 
 def _both(fn):
     fast = fn()
     with reference_walk():
-        assert model._walk is walk_reference
+        assert qk.array_walk is walk_reference
         ref = fn()
-    assert model._walk is not walk_reference
+    assert qk.array_walk is not walk_reference
     return fast.as_dict(), ref.as_dict()
 
 
@@ -86,9 +86,9 @@ def test_slot_table_is_the_golden_matcher(seed, lookahead, n):
     rng = np.random.default_rng(seed)
     needs = rng.choice([Need.SKIP, Need.HALF, Need.FULL], (400, n), p=[0.3, 0.4, 0.3]).astype(np.uint8)
     ns, half = needs != Need.SKIP, needs == Need.HALF
-    cols = model._lanes(ns, half)[None]  # (1, 400, lanes)
-    rows = model._lanes(np.ones((1, n), bool), np.ones((1, n), bool))[None]
-    slots = model._pair_slots(rows, cols, lookahead)
+    cols = need_words(ns, half)[None]  # (1, 400, lanes)
+    rows = need_words(np.ones((1, n), bool), np.ones((1, n), bool))[None]
+    slots = pair_slots(rows, cols, lookahead)
     expect = [len(match(list(v), lookahead)) for v in needs]
     assert slots[0].tolist() == expect
-    assert model._pair_slots(rows, cols, None)[0].tolist() == [int(v.sum()) for v in ns]
+    assert pair_slots(rows, cols, None)[0].tolist() == [int(v.sum()) for v in ns]

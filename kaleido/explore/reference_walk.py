@@ -1,5 +1,5 @@
 """The cycle model's array walk as it was before issue 16, kept as the
-reference the fast walk of :mod:`kaleido.model` is tested against
+reference the fast walk of :mod:`kaleido.model.qk` is tested against
 (tb/test_model_fast.py) and timed against (``make bench``,
 ``kaleido.bench.model --reference``): every pass's need array materialised
 (row groups x column groups x channels) and the golden matcher run
@@ -15,11 +15,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .. import model
 from ..config import KaleidoConfig
 from ..encoding import Need, Phase
 from ..golden.matcher import match_slots
-from ..model import VARIANTS, group_masks, need_table
+from ..model import VARIANTS, group_masks, need_table, qk
 
 __all__ = ["walk_reference", "reference_walk"]
 
@@ -29,12 +28,12 @@ def reference_walk() -> Iterator[None]:
     """Within the block, :func:`kaleido.model.run_model` and
     :func:`kaleido.model.linear_cycles` walk the array with
     :func:`walk_reference`."""
-    fast = model._walk
-    model._walk = walk_reference
+    fast = qk.array_walk
+    qk.array_walk = walk_reference
     try:
         yield
     finally:
-        model._walk = fast
+        qk.array_walk = fast
 
 
 def _separability(t):
