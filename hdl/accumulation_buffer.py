@@ -10,14 +10,14 @@ routes the tile to that entry's bank (:func:`kaleido.config.s_bank`). Each
 bank's FIFO takes every tile routed to it in a cycle (in lane order) and
 gives one a cycle to the bank's two-stage read-modify-write pipeline; when
 some FIFO cannot take this cycle's tiles the buffer raises ``hold`` and the
-array (and dispatcher) freeze with the tiles on their ports.
+array (and dispatcher) freeze with the tiles on their ports. Each bank is
+an :class:`~kaleido.hdl.s_bank.SBank`, the same module for every bank.
 """
 
 from __future__ import annotations
 
 from amaranth import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..checks import check_s_sets
@@ -25,6 +25,7 @@ from ..config import RMW_LATENCY, KaleidoConfig, s_bank, s_bank_offset
 from ._common import as_config
 from .encoding import Phase
 from .layouts import tile_layout
+from .s_bank import SBank
 
 __all__ = [
     "AccumulationBuffer",
@@ -102,6 +103,12 @@ class AccumulationBuffer(wiring.Component):
         Copies of ``S``: 1, or 2 (each bank two memories, one read and one
         write port each: tiles go to set ``write_set`` while set
         ``read_set`` unloads; docs/CORE.md "The S tile's two sets").
+    followers : bool
+        Whether tiles of a pass take its units' followers (the Kaleido
+        engine: phases T0..T3, a pass's last tile in T3). Off (the dense
+        engine): every tile is its pass's only one, at the anchors, and the
+        tiles' ``phase`` is not read (no constant input left for synthesis
+        to propagate across the module boundary).
 
     Ports
     -----
@@ -138,8 +145,11 @@ class AccumulationBuffer(wiring.Component):
     in the cycle it is read again is forwarded.
     """
 
-    def __init__(self, config: KaleidoConfig | None = None, n_tokens: int = 32, s_sets: int = 1):
+    def __init__(
+        self, config: KaleidoConfig | None = None, n_tokens: int = 32, s_sets: int = 1, *, followers: bool = True
+    ):
         config = as_config(config)
+        self._followers = bool(followers)
         self.s_sets = check_s_sets(s_sets)
         if not isinstance(n_tokens, int) or isinstance(n_tokens, bool):
             raise TypeError(f"n_tokens must be an integer, not {n_tokens!r}")
@@ -188,20 +198,27 @@ class AccumulationBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        R, C, N = cfg.array_rows, cfg.array_cols, self._n_tokens
-        B, D = cfg.s_banks, cfg.s_fifo_depth
-        L = R * C
-        width = cfg.buffer_width()
-        words = N * -(-N // B)
-        entry_layout = bank_entry_layout(N, B, width)
+        rings, empty, last_pe_done = self._rings(m)
+        m.d.comb += self.drained.eq(Cat(*empty).all())
+        lanes = self._lanes(m, rings, last_pe_done)
+        banks = self._banks(m, lanes)
+        m.d.comb += [
+            self.hold.eq(Cat(*(b.full for b in banks)).any()),
+            self.settled.eq(self.drained & Cat(*(b.idle for b in banks)).all()),
+        ]
+        self._unload(m, banks)
+        return m
 
-        # ---- a ring of passes in flight per array ---------------------------
-        # (one array of the pass's shape: one ring; with small arrays, each
-        # array's blocks, ``config.sub_arrays``, hdl/array_set.py)
+    def _rings(self, m: Module) -> tuple[list, list, list]:
+        """A ring of passes in flight per array (one array of the pass's
+        shape: one ring; with small arrays, each array's blocks,
+        ``config.sub_arrays``, hdl/array_set.py). Returns the rings and, per
+        array, ``in_flight == 0`` and ``last_pe_done`` (the array's last
+        PE's last tile of a pass taken, driven by :meth:`_lanes`)."""
+        cfg, N = self._config, self._n_tokens
         r_sub, c_sub = cfg.sub_shape
         A = cfg.n_arrays
-        rings, in_flights, last_pe_dones = [], [], []
+        rings, empty, last_pe_dones = [], [], []
         for a in range(A):
             sfx = f"_{a}" if A > 1 else ""
             ring = Array(
@@ -215,13 +232,21 @@ class AccumulationBuffer(wiring.Component):
             last_pe_done = Signal(name=f"last_pe_done{sfx}")
             m.d.sync += in_flight.eq(in_flight + self.pass_taken[a] - last_pe_done)
             rings.append(ring)
-            in_flights.append(in_flight)
+            empty.append(in_flight == 0)
             last_pe_dones.append(last_pe_done)
-        m.d.comb += self.drained.eq(Cat(*(f == 0 for f in in_flights)).all())
-        take = ~self.hold
+        return rings, empty, last_pe_dones
 
-        # ---- one lane per PE: the tile's entry, bank and word --------------
-        lane_bank, lane_entry, lane_hit = [], [], []
+    def _lanes(self, m: Module, rings: list, last_pe_done: list) -> list[tuple[Signal, Signal, Signal]]:
+        """One lane per PE: the ``S`` entry of the tile it drains (its pass
+        from its array's ring, one step per T3 tile; with ``followers``
+        off, every tile is its pass's only one, at the anchors). Returns
+        per lane (``hit``, bank, FIFO entry)."""
+        cfg, N, B = self._config, self._n_tokens, self._config.s_banks
+        R, C = cfg.array_rows, cfg.array_cols
+        r_sub, c_sub = cfg.sub_shape
+        entry_layout = bank_entry_layout(N, B, cfg.buffer_width())
+        take = ~self.hold
+        lanes = []
         for r in range(R):
             for c in range(C):
                 tile = self.tiles[r][c]
@@ -230,14 +255,7 @@ class AccumulationBuffer(wiring.Component):
                 y, x = r % r_sub, c % c_sub
                 ring_read = Signal(range(RING_DEPTH), name=f"ring_read{r}_{c}")
                 entry = rings[a][ring_read]
-                row, col = entry.rows[y], entry.cols[x]
-                phase = tile.phase
-                # T2, T3 take the row follower; T1, T3 the column follower
-                i = Mux(phase[1], row.follower, row.anchor)
-                j = Mux(phase[0], col.follower, col.anchor)
-                present = Mux(phase[1], row.follower_present, row.anchor_present) & Mux(
-                    phase[0], col.follower_present, col.anchor_present
-                )
+                i, j, present = self._tile_entry(tile.phase, entry.rows[y], entry.cols[x])
                 hit = Signal(name=f"hit{r}_{c}")
                 bank = Signal(range(B), name=f"bank{r}_{c}")
                 word = Signal(entry_layout, name=f"word{r}_{c}")
@@ -250,100 +268,62 @@ class AccumulationBuffer(wiring.Component):
                 ]
                 write = self.writes[r][c]
                 m.d.comb += [write.address.eq(i * N + j), write.enable.eq(hit & take)]
-                with m.If(tile.valid & (phase == Phase.T3) & take):
+                ends_pass = tile.valid & take
+                if self._followers:
+                    ends_pass = ends_pass & (tile.phase == Phase.T3)
+                with m.If(ends_pass):
                     m.d.sync += ring_read.eq(ring_read + 1)
                 if (y, x) == (r_sub - 1, c_sub - 1):
-                    m.d.comb += last_pe_dones[a].eq(tile.valid & (phase == Phase.T3) & take)
-                lane_bank.append(bank)
-                lane_entry.append(word)
-                lane_hit.append(hit)
+                    m.d.comb += last_pe_done[a].eq(ends_pass)
+                lanes.append((hit, bank, word))
+        return lanes
 
-        # ---- per bank: routing, FIFO, read-modify-write pipeline ------------
-        full = []
-        idle = []
-        read_data = []
+    def _tile_entry(self, phase, row, col) -> tuple:
+        """A tile's ``S`` entry ``(i, j)`` and whether both its tokens are
+        present: T2, T3 take the row follower, T1, T3 the column follower;
+        without followers, the anchors."""
+        if not self._followers:
+            return row.anchor, col.anchor, row.anchor_present & col.anchor_present
+        i = Mux(phase[1], row.follower, row.anchor)
+        j = Mux(phase[0], col.follower, col.anchor)
+        present = Mux(phase[1], row.follower_present, row.anchor_present) & Mux(
+            phase[0], col.follower_present, col.anchor_present
+        )
+        return i, j, present
+
+    def _banks(self, m: Module, lanes: list) -> list[SBank]:
+        """Per bank: the lanes routed to it (:class:`~kaleido.hdl.s_bank.SBank`,
+        the same module for every bank)."""
+        cfg, N, B = self._config, self._n_tokens, self._config.s_banks
+        width = cfg.buffer_width()
+        words = N * -(-N // B)
+        entry_layout = bank_entry_layout(N, B, width)
+        banks = []
+        for b in range(B):
+            bank = SBank(entry_layout, len(lanes), cfg.s_fifo_depth, words, width, self.s_sets)
+            m.submodules[f"bank{b}"] = bank
+            for k, (hit, lane_bank, word) in enumerate(lanes):
+                m.d.comb += [bank.sel[k].eq(hit & (lane_bank == b)), bank.entries[k].eq(word)]
+            m.d.comb += [bank.take.eq(~self.hold), bank.write_set.eq(self.write_set), bank.read_set.eq(self.read_set)]
+            banks.append(bank)
+        return banks
+
+    def _unload(self, m: Module, banks: list[SBank]) -> None:
+        """``S`` out, row-major: one word a cycle from the banks' read
+        ports (synchronous: the first one cycle after ``unload`` rises)."""
+        N, B = self._n_tokens, self._config.s_banks
+        words = N * -(-N // B)
         unload_offset = Signal(range(max(2, words)))
         unload_advance = Signal()
         # the read ports serve the unload from its first read until its last word is taken
         unloading = Signal()
         out_valid = Signal()
-        S = self.s_sets
-        for b in range(B):
-            # one memory per set; the read-modify-write uses the write set's
-            # ports, the unload the read set's read port
-            mems = [Memory(shape=signed(width), depth=words, init=[]) for _ in range(S)]
-            for k, mem in enumerate(mems):
-                m.submodules[f"bank{b}" + (f"_set{k}" if S > 1 else "")] = mem
-            rds = [mem.read_port() for mem in mems]
-            wrs = [mem.write_port() for mem in mems]
-            # the slots as one signal (one process writes them: a third of
-            # the buffer's Verilog, and a faster Verilator build and run)
-            slots = Signal(data.ArrayLayout(entry_layout, D), name=f"fifo{b}")
-            wr_ptr = Signal(range(D), name=f"fifo{b}_wr")
-            rd_ptr = Signal(range(D), name=f"fifo{b}_rd")
-            count = Signal(range(D + 1), name=f"fifo{b}_count")
-            # lanes routed here, and each one's place after the lower lanes'
-            sel = [Signal(name=f"sel{b}_{k}") for k in range(L)]
-            m.d.comb += [sel[k].eq(lane_hit[k] & (lane_bank[k] == b)) for k in range(L)]
-            arrivals = Signal(range(L + 1), name=f"arrivals{b}")
-            m.d.comb += arrivals.eq(sum(s for s in sel))
-            overflow = Signal(name=f"overflow{b}")
-            m.d.comb += overflow.eq(count + arrivals > D)
-            full.append(overflow)
-            place = 0
-            # the outer test changes no value (every lane's write needs an
-            # arrival) but is the simulation's fast path: without it every
-            # slot tests every lane every cycle, half of Verilator's time
-            with m.If(take & (arrivals != 0)):
-                for k in range(L):
-                    with m.If(sel[k]):
-                        m.d.sync += slots[(wr_ptr + place)[: max(1, (D - 1).bit_length())]].eq(lane_entry[k])
-                    place = place + sel[k]
-            pop = Signal(name=f"pop{b}")
-            m.d.comb += pop.eq(count != 0)
-            head = slots[rd_ptr]
-            m.d.sync += [
-                wr_ptr.eq(wr_ptr + Mux(take, arrivals, 0)),
-                rd_ptr.eq(rd_ptr + pop),
-                count.eq(count - pop + Mux(take, arrivals, 0)),
+        for bank in banks:
+            m.d.comb += [
+                bank.unloading.eq(unloading),
+                bank.unload_offset.eq(unload_offset),
+                bank.unload_advance.eq(unload_advance),
             ]
-            # stage 1: the word read; stage 2: add (or overwrite) and write
-            s1 = Signal(entry_layout, name=f"rmw{b}")
-            s1_valid = Signal(name=f"rmw{b}_valid")
-            m.d.sync += [s1.eq(head), s1_valid.eq(pop)]
-            last_offset = Signal.like(s1.offset, name=f"written{b}_offset")
-            last_value = Signal(signed(width), name=f"written{b}_value")
-            last_valid = Signal(name=f"written{b}_valid")
-            old = Signal(signed(width), name=f"old{b}")
-            # the read in s1's first cycle missed the write of that cycle: forward it
-            if S == 1:
-                rmw_data, unload_data = rds[0].data, rds[0].data
-            else:
-                rmw_data = Mux(self.write_set, rds[1].data, rds[0].data)
-                unload_data = Mux(self.read_set, rds[1].data, rds[0].data)
-            m.d.comb += old.eq(Mux(last_valid & (last_offset == s1.offset), last_value, rmw_data))
-            new = Signal(signed(width), name=f"new{b}")
-            m.d.comb += new.eq(Mux(s1.first, s1.value, old + s1.value))
-            for k, (rd, wr) in enumerate(zip(rds, wrs, strict=True)):
-                # this set's read port serves the unload (with one set: while unloading)
-                serves_unload = unloading if S == 1 else unloading & (self.read_set == k)
-                writes_here = s1_valid if S == 1 else s1_valid & (self.write_set == k)
-                m.d.comb += [
-                    rd.addr.eq(Mux(serves_unload, unload_offset, head.offset)),
-                    rd.en.eq(Mux(serves_unload, unload_advance, 1)),
-                    wr.addr.eq(s1.offset),
-                    wr.data.eq(new),
-                    wr.en.eq(writes_here),
-                ]
-            m.d.sync += [last_valid.eq(s1_valid), last_offset.eq(s1.offset), last_value.eq(new)]
-            idle.append((count == 0) & ~s1_valid)
-            read_data.append(unload_data)
-        m.d.comb += [
-            self.hold.eq(Cat(*full).any()),
-            self.settled.eq(self.drained & Cat(*idle).all()),
-        ]
-
-        # ---- S out, row-major ----------------------------------------------
         ui = Signal(range(N), name="unload_i")
         uj = Signal(range(N), name="unload_j")
         issued = Signal()  # the last word has been read
@@ -354,7 +334,7 @@ class AccumulationBuffer(wiring.Component):
             unload_advance.eq(~out_valid | self.s.ready),
             unload_offset.eq(s_bank_offset(ui, uj, N, B)),
             self.s.valid.eq(out_valid),
-            self.s.payload.value.eq(Array(read_data)[out_bank]),
+            self.s.payload.value.eq(Array(b.data for b in banks)[out_bank]),
             self.s.payload.last.eq(out_last),
             self.unloaded.eq(self.s.valid & self.s.ready & self.s.payload.last),
         ]
@@ -371,4 +351,3 @@ class AccumulationBuffer(wiring.Component):
                     uj.eq(Mux(uj == N - 1, 0, uj + 1)),
                     ui.eq(Mux(uj == N - 1, ui + 1, ui)),
                 ]
-        return m

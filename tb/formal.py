@@ -1899,17 +1899,17 @@ class AccumulationBufferSums(Harness):
                     Assert(dut.s.payload.value == Array(unloaded_ref)[word]),
                     Assert(dut.s.payload.last == (word == N * N - 1)),
                 ]
-        counts = [r[f"fifo{b}_count"] for b in range(B)]
+        counts = [r[f"bank{b}.fifo_count"] for b in range(B)]
         if self._fifo:
             m.d.comb += [Assert(c <= D) for c in counts]
         forwarded = [
-            r[f"rmw{b}_valid"]
-            & r[f"written{b}_valid"]
-            & (r[f"written{b}_offset"] == r[f"rmw{b}"][: len(r[f"written{b}_offset"])])
+            r[f"bank{b}.rmw_valid"]
+            & r[f"bank{b}.written_valid"]
+            & (r[f"bank{b}.written_offset"] == r[f"bank{b}.rmw"][: len(r[f"bank{b}.written_offset"])])
             for b in range(B)
         ]
         lanes = R * C
-        one_bank = Cat(*[r[f"arrivals{b}"] == lanes for b in range(B)]).any() & take
+        one_bank = Cat(*[r[f"bank{b}.arrivals"] == lanes for b in range(B)]).any() & take
         m.d.comb += [
             Cover(dut.hold, "hold"),
             Cover(Cat(*[c == D for c in counts]).any(), "fifo_full"),

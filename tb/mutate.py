@@ -337,28 +337,28 @@ MUTANTS = [
     ),
     Mutant(
         "s_fifo_full",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "overflow.eq(count + arrivals > D)",
         "overflow.eq(count + arrivals > D + 1)",
         "accumulation buffer",
     ),
     Mutant(
         "s_fifo_place",
-        "hdl/accumulation_buffer.py",
-        "place = place + sel[k]",
+        "hdl/s_bank.py",
+        "place = place + self.sel[k]",
         "place = place",
         "accumulation buffer",
     ),
     Mutant(
         "s_fifo_write_under_hold",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "with m.If(take & (arrivals != 0)):",
         "with m.If(arrivals != 0):",
         "accumulation buffer",
     ),
     Mutant(
         "s_rmw_forward",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "Mux(last_valid & (last_offset == s1.offset), last_value, rmw_data)",
         "rmw_data",
         "accumulation buffer",
@@ -373,7 +373,7 @@ MUTANTS = [
     ),
     Mutant(
         "s_sets_unload_set",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "unload_data = Mux(self.read_set, rds[1].data, rds[0].data)",
         "unload_data = Mux(self.write_set, rds[1].data, rds[0].data)",
         "accumulation buffer",
@@ -804,7 +804,7 @@ MUTANTS = [
     ),
     Mutant(
         "s_fifo_holds_early",  # a bank's FIFO holds the array one entry early: never full (FORMAL_MUTANTS too)
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "overflow.eq(count + arrivals > D)",
         "overflow.eq(count + arrivals > D - 1)",
         "credit bounds",

@@ -177,14 +177,14 @@ FORMAL_MUTANTS = [
     # read-modify-write reads the set being unloaded
     Mutant(
         "s_sets_writes_read_set",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "writes_here = s1_valid if S == 1 else s1_valid & (self.write_set == k)",
         "writes_here = s1_valid if S == 1 else s1_valid & (self.read_set == k)",
         "accumulation buffer",
     ),
     Mutant(
         "s_sets_rmw_read_set",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "rmw_data = Mux(self.write_set, rds[1].data, rds[0].data)",
         "rmw_data = Mux(self.read_set, rds[1].data, rds[0].data)",
         "accumulation buffer",
@@ -236,7 +236,7 @@ FORMAL_MUTANTS = [
     # its head in the cycle it takes the extra entry, see docs/FORMAL.md)
     Mutant(
         "s_fifo_overflow",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "overflow.eq(count + arrivals > D)",
         "overflow.eq(count > D)",
         "accumulation buffer",
@@ -391,7 +391,7 @@ FORMAL_MUTANTS = [
     # the accumulation buffer holds one entry early: no bank's FIFO is ever full
     Mutant(
         "s_fifo_holds_early",
-        "hdl/accumulation_buffer.py",
+        "hdl/s_bank.py",
         "overflow.eq(count + arrivals > D)",
         "overflow.eq(count + arrivals > D - 1)",
         "accumulation buffer",
