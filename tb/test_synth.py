@@ -271,3 +271,39 @@ def test_synth_bench_times_a_cold_run_in_its_own_build_dir(tmp_path):
     assert out["returncode"] == 0 and out["failures"] == [] and out["cache"] == {"hits": 0, "misses": 1}
     assert 0 < out["wall_seconds"] < GOAL_SECONDS == 600
     assert os.path.exists(os.path.join(root, "table.md")) and open("docs/SYNTH_TABLE.md").read() == table
+
+
+@pytest.mark.parametrize(
+    "extra, failures, written",
+    [
+        ([], {}, True),  # every block and core, none failed: the snapshot is replaced
+        ([], {"matcher": {"error": "boom", "tail": []}}, False),  # a design failed
+        (["--no-fmax"], {}, False),  # no Fmax: the efficiency figures need it
+        (["--designs", "kaleido_pe"], {}, False),  # some blocks only
+        (["--cores", "default"], {}, False),  # some cores only
+    ],
+)
+def test_only_a_complete_run_replaces_the_snapshot(tmp_path, monkeypatch, extra, failures, written):
+    """``make synth`` copies its report to ``docs/report/synth_report.json``
+    (what a fresh clone's efficiency figures read) only when it measured
+    every block with Fmax and every core and nothing failed; a partial run
+    leaves the committed snapshot alone."""
+    import kaleido.synth.flow as flow
+
+    def fake_run_flow(names, root, **kw):
+        return {
+            "designs": {n: {} for n in names},
+            "core": {},
+            "failures": dict(failures),
+            "wall_seconds": 1.0,
+            "cache": {"hits": 0, "misses": 0},
+        }
+
+    monkeypatch.setattr(flow, "run_flow", fake_run_flow)
+    monkeypatch.setattr(flow, "write_table", lambda report, doc: [])
+    snap = tmp_path / "docs" / "report" / "synth_report.json"
+    argv = ["--root", str(tmp_path / "build"), "--doc", str(tmp_path / "docs" / "SYNTH_TABLE.md"), *extra]
+    flow.main(argv)
+    assert snap.exists() == written, (extra, failures)
+    if written:
+        assert json.loads(snap.read_text()) == json.load(open(tmp_path / "build" / "report.json"))
