@@ -127,8 +127,6 @@ def core_cycles(
     scales, as the core takes them) is required: each (query, key) tile's
     P is :func:`kaleido.golden.core.query_tile_p`'s."""
     from ..config import CoreConfig
-    from ..golden.core import box_mask, pad_box, query_tile_p
-    from ..loopnest import tile_boxes
 
     config = config or KaleidoConfig()
     core = core or CoreConfig()
@@ -137,117 +135,175 @@ def core_cycles(
         raise ValueError(
             f"s_pass={core.s_pass!r}: core_cycles models the core, which recomputes S (s_pass='recompute')"
         )
-    dense = check_variant(variant) == "dense"
-    # P V: the dense array issues both tokens of every pair (FULL never)
-    pv_config = config.replace(F=9, P=9, group_thresholds=None, pv_pairs=False) if dense else config
-    if pv_config.pv_pairs and scales is None:
-        raise ValueError("pv_pairs needs scales: with small-P pairing the P V stage's cycles depend on P")
-    p_tiles: dict = {}  # query box origin -> its P tiles, with pairing
-    pe_latency = DENSE_PE_LATENCY if dense else PE_LATENCY
-    T, H, W = (int(e) for e in grid)
-    tile = core.tile
-    bt, by, bx = tile
-    tt = core.tile_tokens
-    bpr = config.d // core.port_bytes
-    words = 2 * tt * len(config.batches)
-    divide = TILE_SOFTMAX_LATENCY + 1 + fmt.recip_width
-    boxes = tile_boxes((T, H, W), tile)
+    walk = _CoreWalk(Q, K, V, grid, config, core, fmt, dense=check_variant(variant) == "dense", scales=scales)
+    for qi, qb in enumerate(walk.boxes):
+        for phase in (0, 1):
+            for kb in walk.boxes:
+                walk.tile(qi, qb, kb, phase)
+    return walk.last_write + 1
 
-    def loads(q_shape, k_shape, with_v):
+
+class _CoreWalk:
+    """The core's walk in time for :func:`core_cycles`: the controller, the
+    feeder, the engine, the S unload, the tiled softmax and the P V stage,
+    each as the first cycle it can take its next step, advanced one S tile
+    at a time (:meth:`tile`, in walk order: query boxes, pass 1 then pass
+    2, key boxes)."""
+
+    def __init__(self, Q, K, V, grid, config: KaleidoConfig, core, fmt: SoftmaxFormat, *, dense: bool, scales):
+        from ..loopnest import tile_boxes
+
+        self.Q, self.K, self.V, self.config, self.core, self.fmt, self.scales = Q, K, V, config, core, fmt, scales
+        self.dense = dense
+        # P V: the dense array issues both tokens of every pair (FULL never)
+        self.pv_config = config.replace(F=9, P=9, group_thresholds=None, pv_pairs=False) if dense else config
+        if self.pv_config.pv_pairs and scales is None:
+            raise ValueError("pv_pairs needs scales: with small-P pairing the P V stage's cycles depend on P")
+        self.pe_latency = DENSE_PE_LATENCY if dense else PE_LATENCY
+        T, H, W = (int(e) for e in grid)
+        self.tt = core.tile_tokens
+        self.bpr = config.d // core.port_bytes
+        self.words = 2 * self.tt * len(config.batches)
+        self.divide = TILE_SOFTMAX_LATENCY + 1 + fmt.recip_width
+        self.boxes = tile_boxes((T, H, W), core.tile)
+        self.two_sets = core.s_buffers == 2
+        self.compute: dict = {}  # (query box, key box) origins -> the engine's compute cycles
+        self.pv_runs: dict = {}  # (key box, rows, query box with pairing) -> its P V run
+        self.p_tiles: dict = {}  # query box origin -> its P tiles, with pairing
+        self.pv = PvSlots(core.pv_buffers)
+        # the controller's states: IDLE (0) -> PLANE (1) -> QUERY (2) -> ISSUE (3)
+        self.state = 3  # the cycle the controller is in ISSUE
+        self.feeder_idle = 0  # the first cycle the feeder takes a command
+        self.engine_ready = 0  # the first cycle the engine takes a qk word
+        self.pv_ready = 0  # the first cycle the P V stage takes a header
+        self.last_final: int | None = None  # the last final-tile row end the divider saw
+        self.last_write = 0
+        self.prev_end = -1  # the cycle the previous S tile's last word was taken
+        self.p_end = -1  # the cycle the previous pass-2 tile's last P entered the P V stage
+        self.v_end = -1  # the cycle its S tile's last word was taken (padding may follow the last P)
+
+    def loads(self, q_shape, k_shape, with_v) -> int:
+        """The feeder's loads of a tile's runs (:func:`tile_feed_cycles`)."""
         shapes = (q_shape, k_shape, k_shape) if with_v else (q_shape, k_shape)
-        return sum(t * y * (load_cycles(x * bpr, core.mem_latency) + 1) for t, y, x in shapes)
+        return sum(t * y * (load_cycles(x * self.bpr, self.core.mem_latency) + 1) for t, y, x in shapes)
 
-    def corner(shape):  # the padded index of a box's last token
+    def corner(self, shape) -> int:
+        """The padded index of a box's last token."""
+        _, by, bx = self.core.tile
         t, y, x = shape
         return ((t - 1) * by + (y - 1)) * bx + (x - 1)
 
-    compute: dict = {}
-    pv_runs: dict = {}
-    pv = PvSlots(core.pv_buffers)
-    # the controller's states: IDLE (0) -> PLANE (1) -> QUERY (2) -> ISSUE (3)
-    state = 3  # the cycle the controller is in ISSUE
-    feeder_idle = 0  # the first cycle the feeder takes a command
-    engine_ready = 0  # the first cycle the engine takes a qk word
-    pv_ready = 0  # the first cycle the P V stage takes a header
-    last_final = None  # the last final-tile row end the divider saw
-    last_write = 0
-    two_sets = core.s_buffers == 2
-    prev_end = -1  # the cycle the previous S tile's last word was taken
-    p_end = -1  # the cycle the previous pass-2 tile's last P entered the P V stage
-    v_end = -1  # the cycle its S tile's last word was taken (padding may follow the last P)
-    tiles = []  # (qb, kb, phase), in walk order
-    for qi, qb in enumerate(boxes):
-        for phase in (0, 1):
-            for kb in boxes:
-                tiles.append((qi, qb, kb, phase))
-    for qi, qb, kb, phase in tiles:
-        final_k = kb is boxes[-1]
-        a = max(state, feeder_idle)  # ISSUE: the feeder takes the command
-        w = max(a + loads(qb.shape, kb.shape, phase) + 2, engine_ready) + words - 1  # the last qk word
-        feeder_idle = w + 1
-        key = (qb.origin, kb.origin)
-        if key not in compute:
-            Qp, Kp = pad_box(Q, qb, tile), pad_box(K, kb, tile)
-            if dense:
-                compute[key] = dense_engine_cycles(tt, config).compute
-            else:
-                compute[key] = engine_cycles(Qp, Kp, tile, config.split, config).compute
+    def tile(self, qi: int, qb, kb, phase: int) -> None:
+        """One S tile: query box ``qb`` (the ``qi``-th), key box ``kb``, pass
+        ``phase + 1``."""
+        final_k = kb is self.boxes[-1]
+        a = max(self.state, self.feeder_idle)  # ISSUE: the feeder takes the command
+        w = max(a + self.loads(qb.shape, kb.shape, phase) + 2, self.engine_ready) + self.words - 1  # the last qk word
+        self.feeder_idle = w + 1
+        done = w + self.engine_compute(qb, kb)
         # the handoff to the unload (DRAIN's last cycle): with two S sets
         # once the previous tile's S is read, then the first read
-        handoff = max(w + compute[key], prev_end) if two_sets else w + compute[key]
-        first_s = handoff + 2
+        handoff = max(done, self.prev_end) if self.two_sets else done
         gate = 0
-        if phase:  # FEED -> V_HEAD -> V_ROWS: the header, then the key box's V rows
-            n = len(kb.tokens)
-            # FEED waits for the feeder and for the previous pass-2 tile's P and S
-            h = max(feeder_idle + 1, pv_ready, p_end + 2, v_end + 2)
-            gate = h + n + 1  # v_ready
-            state = h + n + 2  # NEXT, then ISSUE
+        if phase:
+            gate = self.v_head(kb)
         else:
-            state = a + 2
-        # the S tile, one word a cycle from its first; the final pass-2
-        # tile's row ends wait for the divider
-        start = max(first_s, gate)
-        rows = len(qb.tokens)
-        last_fwd = start + corner(qb.shape) * tt + corner(kb.shape)
+            self.state = a + 2
+        last_fwd, end = self.unload(qb, kb, max(handoff + 2, gate), final=bool(phase and final_k))
+        # LOAD: with two S sets the cycle after the handoff, with one the
+        # cycle after the last word
+        self.engine_ready = handoff + 1 if self.two_sets else end + 1
+        self.prev_end = end
+        if phase:
+            self.pass_two(qi, qb, kb, last_fwd, end, final_k)
+
+    def engine_compute(self, qb, kb) -> int:
+        """The engine's compute cycles on a (query box, key box) tile, padded
+        (:func:`engine_cycles`; the dense core's :func:`dense_engine_cycles`)."""
+        from ..golden.core import pad_box
+
+        key = (qb.origin, kb.origin)
+        if key not in self.compute:
+            if self.dense:
+                self.compute[key] = dense_engine_cycles(self.tt, self.config).compute
+            else:
+                Qp, Kp = pad_box(self.Q, qb, self.core.tile), pad_box(self.K, kb, self.core.tile)
+                self.compute[key] = engine_cycles(Qp, Kp, self.core.tile, self.config.split, self.config).compute
+        return self.compute[key]
+
+    def v_head(self, kb) -> int:
+        """FEED -> V_HEAD -> V_ROWS, the header, then the key box's V rows:
+        the cycle the tile's V is ready (the S tile's first read waits for
+        it); the controller is in ISSUE again after NEXT."""
+        n = len(kb.tokens)
+        # FEED waits for the feeder and for the previous pass-2 tile's P and S
+        h = max(self.feeder_idle + 1, self.pv_ready, self.p_end + 2, self.v_end + 2)
+        self.state = h + n + 2  # NEXT, then ISSUE
+        return h + n + 1  # v_ready
+
+    def unload(self, qb, kb, start: int, *, final: bool) -> tuple[int, int]:
+        """The S tile, one word a cycle from ``start``: the cycles of its last
+        real score forwarded and of its last word. The final pass-2 tile's
+        row ends wait for the divider."""
+        from ..golden.core import box_mask
+
+        tt = self.tt
+        last_fwd = start + self.corner(qb.shape) * tt + self.corner(kb.shape)
         end = start + tt * tt - 1
-        if phase and final_k:
-            jl = corner(kb.shape)
+        if final:
+            jl = self.corner(kb.shape)
             t = start - 1
-            for real in box_mask(qb, tile):
+            for real in box_mask(qb, self.core.tile):
                 t_end = t + jl + 1  # the row's last real column
                 if real:
-                    if last_final is not None:
-                        t_end = max(t_end, last_final + divide)
-                    last_final = t_end
+                    if self.last_final is not None:
+                        t_end = max(t_end, self.last_final + self.divide)
+                    self.last_final = t_end
                     last_fwd = t_end
                 t = t_end + (tt - 1 - jl)
             end = t
-        # LOAD: with two S sets the cycle after the handoff, with one the
-        # cycle after the last word
-        engine_ready = handoff + 1 if two_sets else end + 1
-        prev_end = end
-        if phase:
-            last_fill = last_fwd + TILE_SOFTMAX_LATENCY
-            if final_k:
-                last_fill = max(last_fill, last_fwd + divide + 1)
-            bkey = (kb.origin, rows, qb.origin if pv_config.pv_pairs else None)
-            if bkey not in pv_runs:
-                p = None
-                if pv_config.pv_pairs:
-                    if qb.origin not in p_tiles:
-                        p_tiles[qb.origin] = query_tile_p(
-                            Q, K, qb, boxes, config.split, scales, thresholds=config.thresholds, fmt=fmt
-                        )
-                    p = p_tiles[qb.origin][boxes.index(kb)]
-                pv_runs[bkey] = pv_tile_run(V[kb.tokens], kb.shape, rows, pv_config, p)
-            run = pv_runs[bkey]
-            last_issue = pv.issue(last_fill, run)
-            p_end, v_end = last_fill, end
-            pv_ready = pv.free  # the next header: a free buffer, the fill done
-            if final_k:
-                last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, config, pe_latency)
-                last_write = max(last_write, last_o + 2)
-                if qi + 1 < len(boxes):
-                    state += 1  # QUERY
-    return last_write + 1
+        return last_fwd, end
+
+    def pass_two(self, qi: int, qb, kb, last_fwd: int, end: int, final_k: bool) -> None:
+        """A pass-2 tile's P into the P V stage (``TILE_SOFTMAX_LATENCY``
+        after its score; the final tile's last P held until the last ``r``),
+        its passes (:class:`PvSlots`), and after the final key tile the
+        query box's last O write."""
+        last_fill = last_fwd + TILE_SOFTMAX_LATENCY
+        if final_k:
+            last_fill = max(last_fill, last_fwd + self.divide + 1)
+        rows = len(qb.tokens)
+        run = self.pv_run(qb, kb, rows)
+        last_issue = self.pv.issue(last_fill, run)
+        self.p_end, self.v_end = last_fill, end
+        self.pv_ready = self.pv.free  # the next header: a free buffer, the fill done
+        if final_k:
+            last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, self.config, self.pe_latency)
+            self.last_write = max(self.last_write, last_o + 2)
+            if qi + 1 < len(self.boxes):
+                self.state += 1  # QUERY
+
+    def pv_run(self, qb, kb, rows: int) -> tuple[int, int, int]:
+        """A key tile's P V run (:func:`pv_tile_run`), with small-P pairing
+        on its (query, key) tile's P (:func:`kaleido.golden.core.query_tile_p`)."""
+        from ..golden.core import query_tile_p
+
+        pairs = self.pv_config.pv_pairs
+        bkey = (kb.origin, rows, qb.origin if pairs else None)
+        if bkey not in self.pv_runs:
+            p = None
+            if pairs:
+                if qb.origin not in self.p_tiles:
+                    self.p_tiles[qb.origin] = query_tile_p(
+                        self.Q,
+                        self.K,
+                        qb,
+                        self.boxes,
+                        self.config.split,
+                        self.scales,
+                        thresholds=self.config.thresholds,
+                        fmt=self.fmt,
+                    )
+                p = self.p_tiles[qb.origin][self.boxes.index(kb)]
+            self.pv_runs[bkey] = pv_tile_run(self.V[kb.tokens], kb.shape, rows, self.pv_config, p)
+        return self.pv_runs[bkey]
