@@ -185,10 +185,7 @@ def _engine_walk(tiles: list[BatchTiles], W: list[int], cfg: KaleidoConfig, *, h
     traffic. ``holds=False``: assume the buffer never holds the array and
     check it with :func:`_bank_lindley` per bank (``None`` if some FIFO
     would overflow); ``holds=True``: the exact event simulation over the
-    array ticks with tiles: a tick whose tiles some FIFO cannot take is held
-    (the array, the dispatcher and their tiles wait) until every FIFO they
-    go to has room, ``max(0, entries + arrivals - depth)`` cycles (a
-    non-empty FIFO loses one entry a cycle)."""
+    array ticks with tiles (:func:`_held_batch`)."""
     B, D = cfg.s_banks, cfg.s_fifo_depth
     nb = len(W)
     s_start, a_last, sched_done = [0] * nb, [0] * nb, [0] * nb
@@ -207,34 +204,9 @@ def _engine_walk(tiles: list[BatchTiles], W: list[int], cfg: KaleidoConfig, *, h
         first = max(sched_done[b], ready if b else 0)
         stall += first - free
         bt = tiles[b]
-        H = 0  # held cycles so far in this batch
-        H_take = H_free = None
+        H, H_take, H_free = 0, None, None  # held cycles in this batch: in all, by its last take, by its end
         if holds and len(bt.ticks):
-            # tiles sorted by tick, then bank; each bank's FIFO kept lazily as
-            # (entries, at cycle): it loses one a cycle while non-empty
-            ticks, banks_, counts = bt.ticks.tolist(), bt.banks.tolist(), bt.counts.tolist()
-            n, e = len(ticks), 0
-            while e < n:
-                x, end = ticks[e], e
-                while end < n and ticks[end] == x:
-                    end += 1
-                if H_take is None and x > bt.last_take:
-                    H_take = H
-                if H_free is None and x > bt.length:
-                    H_free = H
-                t = first + x + H
-                # held until every bank this tick's tiles go to can take them
-                wait = 0
-                for k in range(e, end):
-                    o = max(occ[banks_[k]] - (t - ts[banks_[k]]), 0)
-                    wait = max(wait, o + counts[k] - D)
-                H += wait
-                t += wait
-                for k in range(e, end):
-                    bank = banks_[k]
-                    occ[bank] = max(occ[bank] - (t - ts[bank]) - 1, 0) + counts[k]
-                    ts[bank] = t + 1
-                e = end
+            H, H_take, H_free = _held_batch(bt, first, occ, ts, D)
         else:
             wall.append((first + bt.ticks, bt.banks, bt.counts))
         held += H
@@ -244,28 +216,80 @@ def _engine_walk(tiles: list[BatchTiles], W: list[int], cfg: KaleidoConfig, *, h
         # the next batch's first pass waits for the last tile, and (small
         # arrays) for the queue to hand out this batch's last block
         ready = max(last_tile + 1, first + bt.length + (H if H_free is None else H_free))
-    last_pop = -1
     if holds:
         last_pop = max((t + o - 1 for o, t in zip(occ, ts, strict=True) if o > 0), default=-1)
     else:
-        times = np.concatenate([w[0] for w in wall])
-        banks = np.concatenate([w[1] for w in wall])
-        counts = np.concatenate([w[2] for w in wall])
-        order = np.lexsort((times, banks))
-        times, banks, counts = times[order], banks[order], counts[order]
-        starts = np.searchsorted(banks, np.arange(B + 1))
-        for k in range(B):
-            lo, hi = starts[k], starts[k + 1]
-            if lo == hi:
-                continue
-            fits, pop = _bank_lindley(times[lo:hi], counts[lo:hi], D)
-            if not fits:
-                return None
-            last_pop = max(last_pop, pop)
+        pop = _unheld_last_pop(wall, B, D)
+        if pop is None:
+            return None
+        last_pop = pop
     # the cycles port: drained (the last tile taken, seen a cycle later) and
     # settled (the last pop's write, seen a cycle later), then one cycle
     compute = max(last_tile + 2, last_pop + RMW_LATENCY + 1, ready + 1)
     return {"compute": compute, "stall": stall, "held": held, "free": free}
+
+
+def _held_batch(
+    bt: BatchTiles, first: int, occ: list[int], ts: list[int], D: int
+) -> tuple[int, int | None, int | None]:
+    """The exact event simulation of one batch whose first pass is taken at
+    cycle ``first``: a tick whose tiles some FIFO cannot take is held (the
+    array, the dispatcher and their tiles wait) until every FIFO they go to
+    has room, ``max(0, entries + arrivals - depth)`` cycles (a non-empty
+    FIFO loses one entry a cycle). Each bank's FIFO is kept lazily as
+    ``occ`` entries at cycle ``ts`` (changed in place). Returns the held
+    cycles ``(in all, before the first tick past the last take, before the
+    first tick past the batch's end)``, ``None`` for a tick that never
+    comes."""
+    H = 0  # held cycles so far in this batch
+    H_take = H_free = None
+    # tiles sorted by tick, then bank
+    ticks, banks_, counts = bt.ticks.tolist(), bt.banks.tolist(), bt.counts.tolist()
+    n, e = len(ticks), 0
+    while e < n:
+        x, end = ticks[e], e
+        while end < n and ticks[end] == x:
+            end += 1
+        if H_take is None and x > bt.last_take:
+            H_take = H
+        if H_free is None and x > bt.length:
+            H_free = H
+        t = first + x + H
+        # held until every bank this tick's tiles go to can take them
+        wait = 0
+        for k in range(e, end):
+            o = max(occ[banks_[k]] - (t - ts[banks_[k]]), 0)
+            wait = max(wait, o + counts[k] - D)
+        H += wait
+        t += wait
+        for k in range(e, end):
+            bank = banks_[k]
+            occ[bank] = max(occ[bank] - (t - ts[bank]) - 1, 0) + counts[k]
+            ts[bank] = t + 1
+        e = end
+    return H, H_take, H_free
+
+
+def _unheld_last_pop(wall: list, B: int, D: int) -> int | None:
+    """The cycle of the last pop of any bank when the array is never held
+    (``wall``: per batch, its tiles' cycles, banks and counts), or ``None``
+    if some bank's FIFO would overflow (:func:`_bank_lindley`)."""
+    last_pop = -1
+    times = np.concatenate([w[0] for w in wall])
+    banks = np.concatenate([w[1] for w in wall])
+    counts = np.concatenate([w[2] for w in wall])
+    order = np.lexsort((times, banks))
+    times, banks, counts = times[order], banks[order], counts[order]
+    starts = np.searchsorted(banks, np.arange(B + 1))
+    for k in range(B):
+        lo, hi = starts[k], starts[k + 1]
+        if lo == hi:
+            continue
+        fits, pop = _bank_lindley(times[lo:hi], counts[lo:hi], D)
+        if not fits:
+            return None
+        last_pop = max(last_pop, pop)
+    return last_pop
 
 
 @dataclasses.dataclass
