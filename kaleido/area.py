@@ -21,7 +21,7 @@ from __future__ import annotations
 import pathlib
 import tomllib
 
-__all__ = ["DATA", "NEEDED", "chip_estimate"]
+__all__ = ["DATA", "NEEDED", "chip_estimate", "core_area_sized"]
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "chip_16nm.toml"
 #: the synthesized designs the estimate reads
@@ -121,3 +121,26 @@ def chip_estimate(designs: dict, data_path=None) -> dict:
             },
         },
     }
+
+
+def core_area_sized(entry: dict, data_path=None, sram_table=None) -> dict:
+    """mm^2 of a core entry of ``make synth``'s core report (``transistors``
+    and ``buffers``: ``{name: {"words", "width", "read_ports",
+    "write_ports"}}``) with each buffer a macro of its own size
+    (:func:`kaleido.sram.sram_macro`) instead of
+    :func:`kaleido.synth.core.core_area`'s bits at the bit cell: ``logic``
+    (the same), ``buffers``, ``total`` and ``by_buffer`` (each buffer's
+    macro as counted)."""
+    from .sram import sram_macro
+
+    path = pathlib.Path(DATA if data_path is None else data_path)
+    data = tomllib.loads(path.read_text())
+    logic = entry["transistors"] / (
+        _positive(data, "logic", "transistors_per_mm2") * _positive(data, "logic", "utilization")
+    )
+    by_buffer = {
+        name: sram_macro(b["words"], b["width"], b["read_ports"], b["write_ports"], sram_table).as_dict()
+        for name, b in entry.get("buffers", {}).items()
+    }
+    buffers = sum(m["area_mm2"] for m in by_buffer.values())
+    return {"logic": logic, "buffers": buffers, "total": logic + buffers, "by_buffer": by_buffer}

@@ -141,6 +141,13 @@ def _perf_parser(sub):
         "docs/ENERGY.md)",
     )
     out.add_argument(
+        "--sram-model",
+        choices=["flat", "sized"],
+        default="flat",
+        help="SRAM bytes in the energy figures: flat (the table's per-byte energy) or sized (each buffer at its "
+        "own macro's energy, kaleido/data/sram_16nm.toml; docs/ENERGY.md 'Buffers by size'); both are printed",
+    )
+    out.add_argument(
         "--synth-report",
         metavar="PATH",
         default=REPORT,
@@ -327,7 +334,9 @@ def _perf(args):
         result["attention_engine"] = {"cycles": cycles, "dense_cycles": dense, "speedup": dense / cycles}
     from .energy import attention_energy
 
-    energy = attention_energy(w.q, w.k, w.v, w.grid, w.split, cfg, r, args.energy_table, pv=pv)
+    energy = attention_energy(
+        w.q, w.k, w.v, w.grid, w.split, cfg, r, args.energy_table, pv=pv, sram_model=args.sram_model
+    )
     result["energy"] = energy
     scheduler, matcher = VARIANTS[args.variant]
     clock = clocks(scheduler, matcher, args.synth_report)
@@ -369,6 +378,12 @@ def _perf(args):
         f"energy: Kaleido {energy['kaleido_pj'] / 1e6:,.3f} uJ  dense {energy['dense_pj'] / 1e6:,.3f} uJ  "
         f"savings {energy['savings']:.3f}x (Q K^T alone {energy['qk_savings']:.3f}x; estimates at "
         f"{energy['table']['node_nm']} nm, docs/ENERGY.md)"
+    )
+    sram = energy["sram"]
+    print(
+        f"  SRAM {sram['model']}; flat: savings {sram['flat']['savings']:.3f}x "
+        f"(Q K^T {sram['flat']['qk_savings']:.3f}x), "
+        f"sized by buffer: {sram['sized']['savings']:.3f}x (Q K^T {sram['sized']['qk_savings']:.3f}x)"
     )
     for name, e in energy["by_stage"].items():
         print(f"  energy {name:8s} Kaleido {e['kaleido'] / 1e6:>10,.3f} uJ  dense {e['dense'] / 1e6:>10,.3f} uJ")

@@ -32,7 +32,7 @@ import os
 import pathlib
 import subprocess
 
-from .area import chip_estimate
+from .area import chip_estimate, core_area_sized
 
 __all__ = [
     "CORE_BLOCKS",
@@ -176,11 +176,20 @@ def chip_area_ratio(design: str, synth: SynthFigures) -> float:
     return 1.0 + chip["calibrated"]["overhead"]["total"]
 
 
-def efficiency(design: str, cycle_speedup: float, energy_ratio: float | None, synth: SynthFigures) -> dict:
+def efficiency(
+    design: str, cycle_speedup: float, energy_ratio: float | None, synth: SynthFigures, sram_model: str = "flat"
+) -> dict:
     """The yardstick's figures of ``design`` (a key of :data:`CORE_BLOCKS`
     other than ``"dense"``) for a head with ``cycle_speedup`` (dense core
     cycles over the design's) and ``energy_ratio`` (the design's energy
-    over the dense core's; None when not measured)."""
+    over the dense core's; None when not measured). The core area ratio
+    counts buffers as ``sram_model`` says: ``"flat"``, the report's
+    ``area_mm2`` (bits at the SRAM bit cell), or ``"sized"``, each buffer
+    a macro of its own size (:func:`kaleido.area.core_area_sized`); when
+    the report lists the cores' buffers ``core_sram`` gives both side by
+    side."""
+    if sram_model not in ("flat", "sized"):
+        raise ValueError(f"sram_model must be 'flat' or 'sized', not {sram_model!r}")
     if design == "dense" or design not in CORE_BLOCKS:
         known = sorted(set(CORE_BLOCKS) - {"dense"})
         raise ValueError(f"efficiency of a Kaleido design: one of {known}, not {design!r}")
@@ -190,7 +199,23 @@ def efficiency(design: str, cycle_speedup: float, energy_ratio: float | None, sy
     time_speedup = cycle_speedup * kaleido["mhz"] / dense["mhz"]
     own = cycle_speedup * core_clock(design, synth, False)["mhz"] / core_clock("dense", synth, False)["mhz"]
     entry, dense_entry = _core_entry(design, synth), _core_entry("dense", synth)
-    core_ratio = entry["area_mm2"]["total"] / dense_entry["area_mm2"]["total"]
+    flat_ratio = entry["area_mm2"]["total"] / dense_entry["area_mm2"]["total"]
+    core_sram = None
+    if "buffers" in entry and "buffers" in dense_entry:
+        sized = {"kaleido": core_area_sized(entry), "dense": core_area_sized(dense_entry)}
+        core_sram = {
+            "flat": {"kaleido_mm2": entry["area_mm2"], "dense_mm2": dense_entry["area_mm2"], "ratio": flat_ratio},
+            "sized": {
+                "kaleido_mm2": sized["kaleido"],
+                "dense_mm2": sized["dense"],
+                "ratio": sized["kaleido"]["total"] / sized["dense"]["total"],
+            },
+        }
+    if sram_model == "sized" and core_sram is None:
+        raise ValueError(
+            f"sram_model 'sized' needs the cores' buffers in {synth.source['report']}: re-run `make synth`"
+        )
+    core_ratio = flat_ratio if sram_model == "flat" else core_sram["sized"]["ratio"]  # type: ignore[index]
     chip_ratio = chip_area_ratio(design, synth)
     return {
         "design": design,
@@ -202,6 +227,8 @@ def efficiency(design: str, cycle_speedup: float, energy_ratio: float | None, sy
         "throughput_per_area": {"core": time_speedup / core_ratio, "chip": time_speedup / chip_ratio},
         "energy_ratio": energy_ratio,
         "area_method": {"kaleido": entry.get("method", "flattened"), "dense": dense_entry.get("method", "flattened")},
+        "sram_model": sram_model,
+        "core_sram": core_sram,
         "source": synth.source,
     }
 

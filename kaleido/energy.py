@@ -58,6 +58,10 @@ __all__ = [
     "pv_activity",
     "attention_events",
     "attention_energy",
+    "SRAM_MODELS",
+    "CORE_BUFFERS",
+    "buffer_traffic",
+    "buffer_prices",
 ]
 
 #: the event kinds, in report order
@@ -92,6 +96,36 @@ def _dense_beat_bits(R: int, C: int) -> int:
 
 #: bytes of one ``S`` (or partial ``O``) entry in the accumulation buffer
 ACC_ENTRY_BYTES = 4
+
+#: how SRAM bytes are priced: ``"flat"``, every byte ``sram_read_byte`` /
+#: ``sram_write_byte`` of the energy table whatever the buffer; ``"sized"``,
+#: each buffer at its own macro's energy (:mod:`kaleido.sram`)
+SRAM_MODELS = ("flat", "sized")
+
+#: the buffers the SRAM traffic goes to, as the default design's core and the
+#: dense core build them (``CoreConfig()``; ``tb/test_sram.py`` checks each
+#: against the elaborated cores): role -> (instance, words, width bits, read
+#: ports, write ports). ``qk_operands``: Q and K as the engine reads them (the
+#: Kaleido engine's four anchor/follower copies, the dense engine's row and
+#: column banks); ``s_acc``: a bank of the ``S`` accumulation buffer;
+#: ``p_tile`` and ``v_tile``: the P V stage's operands; ``o_acc``: the
+#: partial-``O`` accumulator.
+CORE_BUFFERS: dict[str, dict[str, tuple[str, int, int, int, int]]] = {
+    "kaleido": {
+        "qk_operands": ("core.engine.qk_memory.q_anchor_memory", 576, 128, 1, 1),
+        "s_acc": ("core.engine.accumulator.bank0.set0", 256, 23, 1, 1),
+        "p_tile": ("core.pv.p_tile0", 1024, 28, 1, 1),
+        "v_tile": ("core.pv.v_tile0", 64, 1024, 1, 1),
+        "o_acc": ("core.pv.o_acc.o_acc", 2048, 120, 1, 1),
+    },
+    "dense": {
+        "qk_operands": ("core.engine.q_bank0", 144, 128, 1, 1),
+        "s_acc": ("core.engine.accumulator.bank0.set0", 256, 23, 1, 1),
+        "p_tile": ("core.pv.p_tile0", 1024, 28, 1, 1),
+        "v_tile": ("core.pv.v_tile0", 64, 1024, 1, 1),
+        "o_acc": ("core.pv.o_acc.o_acc", 2048, 120, 1, 1),
+    },
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,24 +318,34 @@ def _zero() -> dict[str, int]:
     return dict.fromkeys(EVENTS, 0)
 
 
-def _drains(ev: dict, tiles: int, registers: int) -> None:
+def _sram(tr: dict, role: str, read: int = 0, write: int = 0) -> None:
+    """Bytes read from and written to buffer ``role``."""
+    rw = tr.setdefault(role, [0, 0])
+    rw[0] += read
+    rw[1] += write
+
+
+def _drains(ev: dict, tiles: int, registers: int, tr: dict, role: str) -> None:
     """A drain: the tile register and ``registers`` register moves or
-    clears, and a read-modify-write of one accumulation-buffer entry."""
+    clears, and a read-modify-write of one entry of buffer ``role``."""
     ev["acc_write"] += tiles * (1 + registers)
     ev["add_20"] += tiles  # the buffer's accumulate
     ev["sram_read_byte"] += tiles * ACC_ENTRY_BYTES
     ev["sram_write_byte"] += tiles * ACC_ENTRY_BYTES
+    _sram(tr, role, tiles * ACC_ENTRY_BYTES, tiles * ACC_ENTRY_BYTES)
 
 
-def _dense_macs(ev: dict, beats: int, R: int, C: int) -> None:
+def _dense_macs(ev: dict, beats: int, R: int, C: int, tr: dict, rows: str, cols: str) -> None:
     """A dense output-stationary MAC array: every PE one 8x8 MAC per beat;
-    one byte per row and column read per beat."""
+    one byte per row (from buffer ``rows``) and column (``cols``) read per beat."""
     macs = beats * R * C
     ev["mul_8x8"] += macs
     ev["add_20"] += macs
     ev["acc_write"] += macs
     ev["reg_byte"] += beats * (R * C * DENSE_FORWARD_BITS + _dense_beat_bits(R, C)) // 8
     ev["sram_read_byte"] += beats * (R + C)
+    _sram(tr, rows, beats * R)
+    _sram(tr, cols, beats * C)
 
 
 def attention_events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> dict:
@@ -309,50 +353,70 @@ def attention_events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=Non
     for the stages ``qk``, ``softmax``, ``pv``, ``dispatch`` and ``io`` of
     one head; ``result`` is the cycle model's ``Q K^T`` result, ``pv`` the
     :func:`~kaleido.model.pv_cycles` timing (computed when ``None``)."""
+    return _events(Q, K, V, grid, split, config, result, pv)[0]
+
+
+def buffer_traffic(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> dict:
+    """The SRAM bytes of :func:`attention_events` by buffer: ``{stage:
+    {design: {role: [read bytes, write bytes]}}}``, roles of
+    :data:`CORE_BUFFERS`; per stage and design they sum to the events'
+    ``sram_read_byte`` and ``sram_write_byte``."""
+    return _events(Q, K, V, grid, split, config, result, pv)[1]
+
+
+def _events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> tuple[dict, dict]:
     from .model import pv_cycles
 
     grid, split = check_qk(Q, K, grid, split)
     n, d = Q.shape
     R, C = config.array_rows, config.array_cols
     pv = pv or pv_cycles(V, grid, split, config)
-    stages = {s: {"kaleido": _zero(), "dense": _zero()} for s in ("qk", "softmax", "pv", "dispatch", "io")}
+    names = ("qk", "softmax", "pv", "dispatch", "io")
+    stages = {s: {"kaleido": _zero(), "dense": _zero()} for s in names}
+    traffic: dict = {s: {"kaleido": {}, "dense": {}} for s in names}
     n_batches = len(batches(config, grid, split))
 
     # Q K^T, Kaleido
     qa = qk_activity(Q, K, grid, split, config, result)
-    ev = stages["qk"]["kaleido"]
+    ev, tr = stages["qk"]["kaleido"], traffic["qk"]["kaleido"]
     ev["mul_4x8"] = qa["mul_4x8"]
     ev["add_20"] = qa["acc_adds"] + qa["combines"]
     ev["acc_write"] = qa["acc_adds"]
     r, c = config.sub_shape  # beats are summed over the arrays that compute
     ev["reg_byte"] = qa["beats"] * (r * c * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(r, c)) // 8
     ev["sram_read_byte"] = qa["operand_bytes"]
-    _drains(ev, qa["tiles"], config.accumulators)
+    _sram(tr, "qk_operands", qa["operand_bytes"])
+    _drains(ev, qa["tiles"], config.accumulators, tr, "s_acc")
     # Q K^T, dense
-    ev = stages["qk"]["dense"]
+    ev, tr = stages["qk"]["dense"], traffic["qk"]["dense"]
     dense_beats = math.ceil(n / R) * math.ceil(n / C) * d
-    _dense_macs(ev, dense_beats, R, C)
-    _drains(ev, math.ceil(n / R) * R * math.ceil(n / C) * C * n_batches, 1)
+    _dense_macs(ev, dense_beats, R, C, tr, "qk_operands", "qk_operands")
+    _drains(ev, math.ceil(n / R) * R * math.ceil(n / C) * C * n_batches, 1, tr, "s_acc")
 
-    # P V
+    # P V: each operand byte is P of a row or V of a column, R of every R + C
     pa = pv_activity(V, grid, split, config, pv)
-    ev = stages["pv"]["kaleido"]
+    ev, tr = stages["pv"]["kaleido"], traffic["pv"]["kaleido"]
     ev["mul_4x8"] = 2 * pa["products"]
     ev["add_20"] = 2 * pa["products"]  # the combine and the accumulate
     ev["add_8"] = pa["pre_adds"]
     ev["acc_write"] = pa["products"]
     ev["reg_byte"] = pa["beats"] * (R * C * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(R, C)) // 8
     ev["sram_read_byte"] = pa["operand_bytes"]
-    _drains(ev, pa["tiles"], 1)
-    ev = stages["pv"]["dense"]
-    _dense_macs(ev, pv.dense_beats, R, C)
-    _drains(ev, pa["tiles"], 1)
+    _sram(tr, "p_tile", pa["operand_bytes"] // (R + C) * R)
+    _sram(tr, "v_tile", pa["operand_bytes"] // (R + C) * C)
+    _drains(ev, pa["tiles"], 1, tr, "o_acc")
+    ev, tr = stages["pv"]["dense"], traffic["pv"]["dense"]
+    _dense_macs(ev, pv.dense_beats, R, C, tr, "p_tile", "v_tile")
+    _drains(ev, pa["tiles"], 1, tr, "o_acc")
 
     # softmax unit and output scaler: the same in both designs
     for design in ("kaleido", "dense"):
-        ev = stages["softmax"][design]
+        ev, tr = stages["softmax"][design], traffic["softmax"][design]
         ev["sram_read_byte"] = n * n * 2 * ACC_ENTRY_BYTES + n * d * ACC_ENTRY_BYTES  # S twice (row replayed), O
         ev["sram_write_byte"] = n * n + n * d  # P, scaled O
+        _sram(tr, "s_acc", n * n * 2 * ACC_ENTRY_BYTES)
+        _sram(tr, "p_tile", 0, n * n)
+        _sram(tr, "o_acc", n * d * ACC_ENTRY_BYTES, n * d)  # scaled O counted back in the O buffer
         ev["mul_8x8"] = 2 * n * n + n * d  # exponential, normalisation; output scale
         ev["add_20"] = 2 * n * n  # row max, row sum
         io = stages["io"][design]
@@ -363,36 +427,101 @@ def attention_events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=Non
     strings = 2 * sum(len(units(grid, b.axis)) for b in batches(config, grid, split))
     ev["add_8"] = 3 * n * d + strings * 4 * 2 + sum(p["slots"] for p in result.phases.values())
     ev["reg_byte"] = strings * 2  # a 16-bit reuse string per unit and batch
-    return stages
+    return stages, traffic
 
 
-def attention_energy(Q, K, V, grid, split, config: KaleidoConfig, result, table=None, pv=None) -> dict:
+def buffer_prices(sram_table=None) -> dict:
+    """Each design's buffers (:data:`CORE_BUFFERS`) as :func:`kaleido.sram.sram_macro`
+    counts them: ``{design: {role: {instance, words, width, ports, macros,
+    read_pj, write_pj (per access), read_pj_per_byte, write_pj_per_byte
+    (an access over the word's bytes), area_mm2}}}``."""
+    from .sram import sram_macro
+
+    out: dict = {}
+    for design, roles in CORE_BUFFERS.items():
+        out[design] = {}
+        for role, (inst, words, width, rd, wr) in roles.items():
+            m = sram_macro(words, width, rd, wr, sram_table)
+            out[design][role] = {
+                "instance": inst,
+                **m.as_dict(),
+                "read_pj_per_byte": m.read_pj * 8 / width,
+                "write_pj_per_byte": m.write_pj * 8 / width,
+            }
+    return out
+
+
+def attention_energy(
+    Q, K, V, grid, split, config: KaleidoConfig, result, table=None, pv=None, sram_model="flat", sram_table=None
+) -> dict:
     """Energy of one head in pJ, Kaleido against the dense array:
     ``kaleido_pj``, ``dense_pj``, ``savings`` (dense / Kaleido), ``qk_savings``
     (the ``Q K^T`` stage alone), ``by_stage`` and ``by_kind`` (each
     ``{name: {"kaleido": pJ, "dense": pJ}}``), ``events`` (the counts) and
     ``table`` (the energies used). ``table`` is an :class:`EnergyTable` or
-    a path (default ``kaleido/data/energy_45nm.toml``)."""
+    a path (default ``kaleido/data/energy_45nm.toml``).
+
+    ``sram_model`` (:data:`SRAM_MODELS`) prices the SRAM bytes of those
+    figures: ``"flat"`` at the table's per-byte energies, ``"sized"`` each
+    buffer at its own macro's (:func:`buffer_prices`; ``sram_table`` a
+    :class:`kaleido.sram.SramTable`, default ``kaleido/data/sram_16nm.toml``).
+    Both are always in ``sram``: ``buffers`` (how each buffer is counted),
+    ``traffic`` (bytes per stage, design and buffer), and per model
+    ``kaleido_pj``, ``dense_pj``, ``savings``, ``qk_savings``."""
+    if sram_model not in SRAM_MODELS:
+        raise ValueError(f"sram_model must be one of {list(SRAM_MODELS)}, not {sram_model!r}")
     if not isinstance(table, EnergyTable):
         table = load_table(table)
-    stages = attention_events(Q, K, V, grid, split, config, result, pv)
-    by_stage = {
-        s: {design: sum(cnt * table.pj[k] for k, cnt in ev.items()) for design, ev in designs.items()}
-        for s, designs in stages.items()
-    }
+    stages, traffic = _events(Q, K, V, grid, split, config, result, pv)
+    prices = buffer_prices(sram_table)
+    sram_kinds = ("sram_read_byte", "sram_write_byte")
+
+    def by_stage_of(model: str) -> dict:
+        out: dict = {}
+        for s, designs in stages.items():
+            out[s] = {}
+            for design, ev in designs.items():
+                pj = sum(cnt * table.pj[k] for k, cnt in ev.items() if model == "flat" or k not in sram_kinds)
+                if model == "sized":
+                    for role, (rd, wr) in traffic[s][design].items():
+                        price = prices[design][role]
+                        pj += rd * price["read_pj_per_byte"] + wr * price["write_pj_per_byte"]
+                out[s][design] = pj
+        return out
+
+    def totals(by_stage: dict) -> dict:
+        kaleido = sum(v["kaleido"] for v in by_stage.values())
+        dense = sum(v["dense"] for v in by_stage.values())
+        qk = by_stage["qk"]["dense"] / by_stage["qk"]["kaleido"]
+        return {"kaleido_pj": kaleido, "dense_pj": dense, "savings": dense / kaleido, "qk_savings": qk}
+
+    both = {m: by_stage_of(m) for m in SRAM_MODELS}
+    by_stage = both[sram_model]
     by_kind = {
         k: {design: sum(stages[s][design][k] for s in stages) * table.pj[k] for design in ("kaleido", "dense")}
         for k in EVENTS
     }
-    kaleido = sum(v["kaleido"] for v in by_stage.values())
-    dense = sum(v["dense"] for v in by_stage.values())
+    if sram_model == "sized":
+        for i, kind in enumerate(sram_kinds):
+            by_kind[kind] = {
+                design: sum(
+                    rw[i] * prices[design][role][("read", "write")[i] + "_pj_per_byte"]
+                    for s in stages
+                    for role, rw in traffic[s][design].items()
+                )
+                for design in ("kaleido", "dense")
+            }
+    head = totals(by_stage)
     return {
-        "kaleido_pj": kaleido,
-        "dense_pj": dense,
-        "savings": dense / kaleido,
-        "qk_savings": by_stage["qk"]["dense"] / by_stage["qk"]["kaleido"],
+        **head,
         "by_stage": by_stage,
         "by_kind": by_kind,
         "events": stages,
         "table": table.as_dict(),
+        "sram": {
+            "model": sram_model,
+            "buffers": prices,
+            "traffic": traffic,
+            **{m: totals(both[m]) for m in SRAM_MODELS},
+        },
     }
