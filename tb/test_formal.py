@@ -1,4 +1,4 @@
-"""Formal checks (tb/formal.py, `make formal`): the stream rule on every
+"""Formal checks (tb/formal/, `make formal`): the stream rule on every
 output of the dispatcher's blocks, proved by k-induction; and a seeded
 violation that the same flow finds."""
 

@@ -281,6 +281,42 @@ def test_the_cycle_model_imports_its_stages_bottom_up():
     assert {m for m in graph["kaleido.model"] if m.startswith("kaleido.")} <= set(stages)
 
 
+#: the formal harnesses' package: its base, one module per block or block
+#: family over the base, the registry of proofs over them, the CLI over it
+FORMAL_HARNESSES = (
+    "pe",
+    "matcher",
+    "scheduler",
+    "dispatcher",
+    "array",
+    "accumulation_buffer",
+    "softmax",
+    "pv_tile",
+    "mem_port",
+    "tile_feeder",
+    "core",
+)
+
+
+def test_the_formal_harnesses_are_one_module_per_block():
+    """kaleido.tb.formal is one harness module per block (issue 44, item
+    4): each imports at most the base; the registry the base and the
+    harnesses; the CLI the base and the registry; ``__main__`` the CLI."""
+    graph = import_graph()
+    inside = {m: {t for t in graph[m] if t.startswith("kaleido.tb.formal")} for m in graph}
+    harnesses = {f"kaleido.tb.formal.{h}" for h in FORMAL_HARNESSES}
+    base, registry, cli = (f"kaleido.tb.formal.{m}" for m in ("base", "registry", "cli"))
+    package = {m for m in graph if m.startswith("kaleido.tb.formal.")}
+    assert package == harnesses | {base, registry, cli, "kaleido.tb.formal.__main__"}
+    assert not inside[base]
+    for harness in harnesses:
+        assert inside[harness] <= {base}, (harness, inside[harness])
+    assert inside[registry] == harnesses | {base}
+    assert inside[cli] == {base, registry}
+    assert inside["kaleido.tb.formal.__main__"] == {cli}
+    assert inside["kaleido.tb.formal"] <= package
+
+
 def test_no_test_module_is_imported():
     """A test file's helpers belong in the kit (tb/kit.py, tb/*_cases.py,
     ...): a ``test_*.py`` imported as a library is loaded twice in one

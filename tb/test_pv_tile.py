@@ -144,7 +144,7 @@ def test_the_model_is_the_rtl_on_any_array(name, seed):
 @pytest.mark.parametrize("rows", [1, 2])
 def test_the_model_is_the_rtl_on_one_key_token(rows, seed):
     """The smallest query tiles (one key token; one or two rows) on the
-    formal harness's 2x1 array (``tb/formal.py`` ``PV_SMALL``): the
+    formal harness's 2x1 array (``tb/formal/registry.py`` ``PV_SMALL``): the
     response proof's bound is the model's, with no slack."""
     expected, got, cycles, model = _run(ARRAYS["2x1"], [(rows, [(1, 1, 1)])], seed)
     assert got == expected, f"seed {seed}"

@@ -1,0 +1,277 @@
+"""The pass dispatcher's harness (:class:`PassDispatcherFlow`: stream,
+framing, payload) and the pass former's (:class:`PassFormerFlow`, against
+the loop nest's batch table).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.hdl import Assert, Assume, Cover
+from amaranth.lib import data, wiring
+
+from kaleido.config import KaleidoConfig
+
+from .base import (
+    Harness,
+    stream_rule,
+)
+
+
+class PassDispatcherFlow(Harness):
+    """The pass dispatcher's framing: a pass is taken only when no beat of
+    the previous one is pending (or its last beat leaves that cycle), so a
+    pass in the buffer is never overwritten; with ``framing``, every beat
+    belongs to a taken pass, its phases come T0, T1, T2, T3, one ``last``
+    each, and a marker (``slot`` 0) is a ``last``. With ``stream``, the
+    stream rule on ``beats``. Covers: a DUAL_LO beat, a marker, each phase's
+    ``last``, two passes."""
+
+    def __init__(
+        self,
+        dut: wiring.Component,
+        stream: bool = True,
+        framing: bool = True,
+        payload: bool = False,
+        config: KaleidoConfig | None = None,
+    ):
+        self._stream, self._framing, self._payload = stream, framing, payload
+        self._cfg = config or KaleidoConfig.one_array()
+        self.white_box = payload  # the payload check names the matcher's slot
+        super().__init__(dut)
+
+    def check(self, m: Module, dut: Any) -> None:
+        p_fire, b_fire = dut.passes.valid & dut.passes.ready, dut.beats.valid & dut.beats.ready
+        ctl = dut.beats.payload.ctl
+        pass_done = b_fire & ctl.last & (ctl.phase == 3)
+        with m.If(dut.passes.ready & dut.beats.valid):
+            m.d.comb += Assert(pass_done)
+        if self._stream:
+            stream_rule(m, dut.beats, "beats")
+        if self._framing:
+            open_ = Signal()  # a pass was taken and its T3 last has not left
+            expect = Signal(2)
+            passes = Signal(2)
+            with m.If(b_fire & ctl.last):
+                m.d.sync += expect.eq(expect + 1)
+            with m.If(pass_done):
+                m.d.sync += open_.eq(0)
+            with m.If(p_fire):
+                m.d.sync += [open_.eq(1), expect.eq(0), passes.eq(Mux(passes == 3, 3, passes + 1))]
+            with m.If(dut.beats.valid):
+                m.d.comb += [Assert(open_), Assert(ctl.phase == expect)]
+                with m.If(~ctl.slot):
+                    m.d.comb += Assert(ctl.last)
+            m.d.comb += [
+                Cover(b_fire & ctl.slot & (ctl.kind == 1), "dual_lo_beat"),
+                Cover(b_fire & ~ctl.slot & ctl.last, "marker"),
+                Cover(pass_done & (passes == 2), "second_pass_done"),
+            ]
+            m.d.comb += [Cover(b_fire & ctl.last & (ctl.phase == p), f"last_T{p}") for p in range(4)]
+        if self._payload:
+            self._check_payload(m, dut, p_fire, b_fire)
+
+    def _check_payload(self, m: Module, dut: Any, p_fire: Value, b_fire: Value) -> None:
+        """Every beat against the pass it belongs to (the last pass taken,
+        kept by the harness; the framing above shows the beat belongs to
+        it). The beat's channels are the matcher's slot (white box: the
+        dispatcher's ``o__payload``, the only place they exist). Per
+        phase, the needed channels are a reference expression of the pass
+        (spec sec. 4 through the shared tables of :mod:`kaleido.encoding`:
+        per channel below ``count``, the union of the present PEs' needs,
+        then the array rule). A slot's channels are needed and not issued
+        before in the phase, two distinct HALF ones on a DUAL_LO slot; the
+        phase's ``last`` completes exactly the needed channels (a marker:
+        none needed), so no channel is lost or repeated. Its row operands
+        are the channels' values of the phase's row side (anchors ``x`` in
+        T0, T1, followers ``x1`` in T2, T3) and their tags, its column
+        operand the column side's value (anchors in T0, T2, followers in
+        T1, T3; on DUAL_LO the two low nibbles) and tags, for every row and
+        column unit."""
+        from kaleido import encoding
+        from kaleido.hdl.encoding import Need
+        from kaleido.hdl.matcher import matcher_out_layout
+
+        cfg = self._cfg
+        R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
+        cur = Signal.like(dut.passes.payload, name="pass_taken")
+        with m.If(p_fire):
+            m.d.sync += cur.eq(dut.passes.payload)
+        beat = dut.beats.payload
+        ctl = beat.ctl
+        slot = data.View(matcher_out_layout(B), self.internal["o__payload"])
+        c1, c2 = slot.c1, slot.c2
+        issued = Signal(B, name="phase_issued")
+        one, two = Signal(B, name="beat_one"), Signal(B, name="beat_two")
+        m.d.comb += [one.eq(1 << c1), two.eq(Mux(ctl.kind, 1 << c2, 0))]
+        with m.If(p_fire | (b_fire & ctl.last)):
+            m.d.sync += issued.eq(0)
+        with m.Elif(b_fire & ctl.slot):
+            m.d.sync += issued.eq(issued | one | two)
+        pe_table = Array(
+            Const(int(encoding.pe_need(p, q, k, cfg.accumulators)), 2)
+            for p in range(4)
+            for q in range(4)
+            for k in range(4)
+        )
+        array_table = Array(Const(int(encoding.array_need(p, u)), 2) for p in range(4) for u in range(4))
+        needed, half = Signal(B, name="phase_needed"), Signal(B, name="phase_half")
+        for ch in range(B):
+            union: Value = Const(0, 2)
+            for r in range(R):
+                for c in range(C):
+                    present = cur.rows[r].present & cur.cols[c].present
+                    pe = pe_table[Cat(cur.cols[c].t[ch], cur.rows[r].t[ch], ctl.phase)]
+                    union = union | Mux(present, pe, 0)
+            need = Mux(ch < cur.count, array_table[Cat(union, ctl.phase)], Need.SKIP)
+            m.d.comb += [needed[ch].eq(need != Need.SKIP), half[ch].eq(need == Need.HALF)]
+        row_follow, col_follow = ctl.phase[1], ctl.phase[0]
+        with m.If(dut.beats.valid & ~ctl.slot):
+            m.d.comb += [Assert(issued == 0), Assert(needed == 0)]
+        with m.If(dut.beats.valid & ctl.slot):
+            m.d.comb += [Assert((one & (issued | ~needed)) == 0)]
+            with m.If(ctl.kind):
+                m.d.comb += [Assert(c1 != c2), Assert((two & (issued | ~needed)) == 0)]
+                m.d.comb += [Assert((one & half) != 0), Assert((two & half) != 0)]
+            with m.If(ctl.last):
+                m.d.comb += Assert((issued | one | two) == needed)
+            for r in range(R):
+                unit = cur.rows[r]
+                x = Mux(row_follow, unit.x1.as_value(), unit.x.as_value())
+                xs = data.View(data.ArrayLayout(signed(8), B), x)
+                port = beat.rows[r]
+                m.d.comb += [Assert(port.r0 == xs[c1]), Assert(port.q0 == unit.t[c1])]
+                with m.If(ctl.kind):
+                    m.d.comb += [Assert(port.r1 == xs[c2]), Assert(port.q1 == unit.t[c2])]
+            for c in range(C):
+                unit = cur.cols[c]
+                x = Mux(col_follow, unit.x1.as_value(), unit.x.as_value())
+                xs = data.View(data.ArrayLayout(signed(8), B), x)
+                port = beat.cols[c]
+                k = Mux(ctl.kind, Cat(xs[c1][:4], xs[c2][:4]), xs[c1].as_unsigned())
+                m.d.comb += [Assert(port.k == k), Assert(port.k0 == unit.t[c1])]
+                with m.If(ctl.kind):
+                    m.d.comb += Assert(port.k1 == unit.t[c2])
+
+
+class PassFormerFlow(Harness):
+    """The pass former against the loop nest's batch table (white box for
+    one invariant: its batch register is the batches issued, the last one
+    after the head). The harness walks the passes of the head itself:
+    batch ``b`` (= ``issued``), row group outer, column group inner, and
+    on ``restart`` back to batch 0. Always (no assumption): the reads go to
+    the walk's groups in bank ``b mod 2``; a pass is offered exactly when
+    ``run`` is high, batch ``b`` is scheduled and (on a batch's first
+    pass) the array has ``drained`` (bounded response: latency 0); each
+    unit's operands, tags, presence and tokens are the word read (zero and
+    ABSENT past the batch's units); the channel count and ``first`` are
+    batch ``b``'s; ``taken`` is a transfer; ``done`` pulses exactly with
+    the head's last pass, when the walk has taken every pass of every
+    batch exactly once (scoreboard), and nothing is offered after it.
+    With ``stream``, the drivers of ``run``, ``scheduled``, ``drained`` and
+    the memories are assumed to hold still while a pass waits, and no head
+    starts (``restart``, which withdraws the pass: the engine restarts
+    between heads) while a pass is offered and not taken; then the stream
+    rule holds on ``passes``."""
+
+    white_box = True
+
+    def __init__(self, dut: wiring.Component, config: KaleidoConfig, grid: tuple[int, int, int], stream: bool = False):
+        self._cfg, self._grid, self._stream = config, grid, stream
+        super().__init__(dut)
+
+    def check(self, m: Module, dut: Any) -> None:
+        from kaleido.encoding import ABSENT
+        from kaleido.hdl.scheduling import UNITS_PER_WORD, unit_groups
+        from kaleido.loopnest import batches
+
+        table = batches(self._cfg, self._grid)
+        n = len(table)
+        groups = [unit_groups(len(t.units)) for t in table]
+        G = max(groups)
+        units = Array(Const(len(t.units), range(G * UNITS_PER_WORD + 1)) for t in table + table[-1:])
+        n_groups = Array(Const(g, range(G + 1)) for g in groups + groups[-1:])
+        counts = Array(Const(t.count, range(self._cfg.batch + 1)) for t in table + table[-1:])
+        total = sum(g * g for g in groups)
+        b = Signal(range(n + 1), name="walk_batch")
+        rg, cg = Signal(range(G + 1), name="walk_row"), Signal(range(G + 1), name="walk_col")
+        passes = Signal(range(total + 1), name="walk_passes")
+        offer = dut.passes
+        taken = offer.valid & offer.ready
+        last_of_batch = (rg + 1 == n_groups[b]) & (cg + 1 == n_groups[b])
+        with m.If(dut.restart):
+            m.d.sync += [b.eq(0), rg.eq(0), cg.eq(0), passes.eq(0)]
+        with m.Elif(taken):
+            m.d.sync += passes.eq(passes + 1)
+            with m.If(last_of_batch):
+                m.d.sync += [b.eq(b + 1), rg.eq(0), cg.eq(0)]
+            with m.Elif(cg + 1 == n_groups[b]):
+                m.d.sync += [rg.eq(rg + 1), cg.eq(0)]
+            with m.Else():
+                m.d.sync += cg.eq(cg + 1)
+        # the former's batch register: the batches issued, the last one after the head
+        m.d.comb += Assert(self.internal["pass_batch"] == Mux(b == n, n - 1, b))
+        m.d.comb += [Assert(dut.issued == b), Assert(b <= n), Assert(passes <= total)]
+        with m.If(b < n):
+            m.d.comb += [Assert(rg < n_groups[b]), Assert(cg < n_groups[b])]
+            before = Array(Const(sum(g * g for g in groups[:k]), range(total + 1)) for k in range(n))
+            m.d.comb += Assert(passes == before[b] + rg * n_groups[b] + cg)
+        with m.Else():
+            m.d.comb += [Assert(rg == 0), Assert(cg == 0), Assert(passes == total)]
+        bank = Mux(b == n, n - 1, b)[0]
+        m.d.comb += [
+            Assert(dut.sorted_rows.bank == bank),
+            Assert(dut.sorted_cols.bank == bank),
+            Assert(dut.sorted_rows.group == rg),
+            Assert(dut.sorted_cols.group == cg),
+        ]
+        first = (rg == 0) & (cg == 0)
+        m.d.comb += Assert(offer.valid == (dut.run & (b < n) & (dut.scheduled > b) & (~first | dut.drained)))
+        m.d.comb += [Assert(dut.taken == taken), Assert(dut.done == (taken & (b == n - 1) & last_of_batch))]
+        with m.If(dut.done):
+            m.d.comb += Assert(passes + 1 == total)
+        payload = offered = offer.payload
+        m.d.comb += [Assert(payload.count == counts[b]), Assert(dut.tokens.first == (b == 0))]
+        for side, read, group in (("rows", dut.sorted_rows, rg), ("cols", dut.sorted_cols, cg)):
+            for x in range(UNITS_PER_WORD):
+                word, port, token = read.units[x], getattr(offered, side)[x], getattr(dut.tokens, side)[x]
+                present = group * UNITS_PER_WORD + x < units[b]
+                m.d.comb += [
+                    Assert(port.present == present),
+                    Assert(token.anchor == word.anchor),
+                    Assert(token.follower == word.follower),
+                    Assert(token.anchor_present == present),
+                    Assert(token.follower_present == (present & word.paired)),
+                ]
+                with m.If(present):
+                    m.d.comb += [
+                        Assert(port.x.as_value() == word.anchor_values.as_value()),
+                        Assert(port.x1.as_value() == word.follower_values.as_value()),
+                        Assert(port.t.as_value() == word.tags.as_value()),
+                    ]
+                with m.Else():
+                    m.d.comb += [Assert(port.x.as_value() == 0), Assert(port.x1.as_value() == 0)]
+                    m.d.comb += [Assert(port.t[c] == ABSENT) for c in range(self._cfg.batch)]
+        if self._stream:
+            held = Signal(name="pass_held")
+            m.d.sync += held.eq(offer.valid & ~offer.ready)
+            scheduled = Signal.like(dut.scheduled, name="scheduled_was")
+            rows, cols = Signal.like(dut.sorted_rows.units), Signal.like(dut.sorted_cols.units)
+            m.d.sync += [scheduled.eq(dut.scheduled), rows.eq(dut.sorted_rows.units), cols.eq(dut.sorted_cols.units)]
+            with m.If(held):
+                m.d.comb += [Assume(dut.run), Assume(dut.drained)]
+                m.d.comb += [
+                    Assume(dut.scheduled >= scheduled),
+                    Assume(dut.sorted_rows.units.as_value() == rows.as_value()),
+                ]
+                m.d.comb += Assume(dut.sorted_cols.units.as_value() == cols.as_value())
+            with m.If(offer.valid & ~offer.ready):  # a new head starts only while no pass waits
+                m.d.comb += Assume(~dut.restart)
+            stream_rule(m, offer, "passes")
+        m.d.comb += [
+            Cover(dut.done, "done"),
+            Cover(taken & ~first & (rg == n_groups[b] - 1), "last_row_group"),
+            Cover(offer.valid & ~offer.ready, "stall"),
+            Cover(dut.run & (b < n) & (dut.scheduled > b) & first & ~dut.drained, "waits_for_drained"),
+        ]
