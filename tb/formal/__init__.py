@@ -59,7 +59,7 @@ from .base import (
     timed_out,
     tuple_internals,
 )
-from .cli import main
+from .cli import main, report_entry
 from .core import CoreStreams
 from .dispatcher import PassDispatcherFlow, PassFormerFlow
 from .matcher import DetectorFlow, MatcherFlow, MatcherFunction, MatcherJobs, detector_reference
@@ -135,6 +135,7 @@ __all__ = [
     "internals",
     "main",
     "pv_pair_product",
+    "report_entry",
     "run_sby",
     "scheduler_window_cycles",
     "started_flag",

@@ -5,6 +5,7 @@ reference of ``S`` (:class:`AccumulationBufferSums`).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from amaranth import Array, Cat, Module, Mux, Signal, Value, signed
@@ -110,17 +111,26 @@ class AccumulationBufferSums(Harness):
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
-
-        from kaleido.hdl.accumulation_buffer import RING_DEPTH, pass_tokens_layout
-        from kaleido.hdl.encoding import Phase
-
-        cfg, N = self._cfg, dut.n_tokens
-        R, C, B, D = cfg.array_rows, cfg.array_cols, cfg.s_banks, cfg.s_fifo_depth
-        r = self.internal
-        width = cfg.buffer_width()
-        take = ~dut.hold
-        two = dut.s_sets == 2
+        """The engine's protocol (:meth:`protocol`), the stream rule on
+        ``s`` and ``unloaded``, the harness's ring of passes in flight
+        (:meth:`passes_in_flight`), its ``S`` (:meth:`reference_s`), the
+        words out and the covers (:meth:`words_out`)."""
+        s = SimpleNamespace(r=self.internal, take=~dut.hold, two=dut.s_sets == 2)
         m.d.comb += Assume(~(dut.pass_taken & dut.hold))
+        self.protocol(m, dut, s)
+        stream_rule(m, dut.s, "s")
+        s.fire = dut.s.valid & dut.s.ready
+        m.d.comb += Assert(dut.unloaded == (s.fire & dut.s.payload.last))
+        self.passes_in_flight(m, dut, s)
+        self.reference_s(m, dut, s)
+        self.words_out(m, dut, s)
+
+    def protocol(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """The engine's protocol, assumed: the unload's, and with one S set
+        no tile and no pass while unloading; with two, when the sets may
+        change. ``s`` gains ``unloading`` (and with two sets ``changed``,
+        ``any_tile``)."""
+        R, C, two = self._cfg.array_rows, self._cfg.array_cols, s.two
         # the unload protocol
         held = Signal(name="s_was_held")
         m.d.sync += held.eq(dut.s.valid & ~dut.s.ready)
@@ -147,9 +157,18 @@ class AccumulationBufferSums(Harness):
                 m.d.comb += Assume(dut.settled & ~unloading & quiet)
             with m.If(unloading):
                 m.d.comb += Assume(dut.write_set != dut.read_set)
-        stream_rule(m, dut.s, "s")
-        fire = dut.s.valid & dut.s.ready
-        m.d.comb += Assert(dut.unloaded == (fire & dut.s.payload.last))
+            s.changed, s.any_tile = changed, any_tile
+        s.unloading = unloading
+
+    def passes_in_flight(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """The harness's ring of passes in flight and the array's contract on
+        it (with ``routing``: the buffer's ring and pointers are the
+        harness's); ``s`` gains ``ring`` and ``in_flight``."""
+        from kaleido.hdl.accumulation_buffer import RING_DEPTH, pass_tokens_layout
+        from kaleido.hdl.encoding import Phase
+
+        N, r, take = dut.n_tokens, s.r, s.take
+        R, C = self._cfg.array_rows, self._cfg.array_cols
         # the harness's ring of passes in flight, and each lane's place in it
         ring = Array(Signal(pass_tokens_layout(R, C, N), name=f"ref_ring{k}") for k in range(RING_DEPTH))
         ring_write = Signal(range(RING_DEPTH), name="ref_ring_write")
@@ -170,6 +189,18 @@ class AccumulationBufferSums(Harness):
             m.d.comb += [Assert(dut.drained == (in_flight == 0)), Assert(in_flight == r["in_flight"])]
             m.d.comb += [Assert(ring_write == r["ring_write"])]
             m.d.comb += [Assert(ring[k].as_value() == r[f"in_flight{k}"]) for k in range(RING_DEPTH)]
+        s.ring, s.in_flight = ring, in_flight
+
+    def reference_s(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """The harness's ``S`` (one copy per set), every lane's tile applied
+        in lane order (with ``routing``: each lane's write port is the
+        harness's); ``s`` gains ``ref_sets`` and ``added``."""
+        from kaleido.hdl.accumulation_buffer import RING_DEPTH
+        from kaleido.hdl.encoding import Phase
+
+        cfg, N, r, take, two, ring = self._cfg, dut.n_tokens, s.r, s.take, s.two, s.ring
+        R, C = cfg.array_rows, cfg.array_cols
+        width = cfg.buffer_width()
         # the harness's S: one copy per set; tiles go to the write set's
         ref_sets = [
             [Signal(signed(width), name=f"ref_s{a}" if not k else f"ref_set{k}_s{a}") for a in range(N * N)]
@@ -222,6 +253,16 @@ class AccumulationBufferSums(Harness):
                 with m.If(dut.write_set == k):
                     m.d.sync += [ref_sets[k][a].eq(cur[a]) for a in range(N * N)]
         m.d.comb += added.eq(Cat(*add_terms).any())
+        s.ref_sets, s.added = ref_sets, added
+
+    def words_out(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """Every word out is the harness's entry (with ``sums``); no FIFO
+        over its depth (with ``fifo``); the covers."""
+        from kaleido.hdl.accumulation_buffer import RING_DEPTH
+
+        cfg, N, r, take, two = self._cfg, dut.n_tokens, s.r, s.take, s.two
+        R, C, B, D = cfg.array_rows, cfg.array_cols, cfg.s_banks, cfg.s_fifo_depth
+        fire, unloading, in_flight, ref_sets, added = s.fire, s.unloading, s.in_flight, s.ref_sets, s.added
         # the words out, row-major since the last unload
         word = Signal(range(N * N), name="ref_word")
         with m.If(dut.unloaded):
@@ -257,6 +298,7 @@ class AccumulationBufferSums(Harness):
             Cover(in_flight == RING_DEPTH, "ring_full"),
         ]
         if two:  # the overlap: tiles into a set, the handoff, then tiles into the other set while it unloads
+            changed, any_tile = s.changed, s.any_tile
             tiles_in = any_tile & take
             filled = Signal(name="cover_filled")  # tiles taken into the write set since the last handoff
             handed = Signal(name="cover_handed")  # a handoff of a set that had taken tiles

@@ -83,18 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             name = futures[done]
             ok, log, seconds, reached = done.result()
             p = proofs[name]
-            status = "pass" if ok else "timeout" if timed_out(log) else "fail"
-            entry: dict[str, Any] = {"status": status, "engine": f"smtbmc {p.solver}", "mode": p.mode}
-            entry.update(depth=p.depth, seconds=round(seconds, 1))
-            if status == "timeout":
-                entry["checked_steps"] = checked_steps(p, os.path.join(root, name))
-            if p.why:
-                entry["why"] = p.why
-            if p.map_memories:
-                entry["memories"] = "flip-flops"
-            if p.mode == "cover":
-                entry["covers"] = {c: ("reached" if step is not None else "unreached") for c, step in reached.items()}
-                entry["steps"] = {c: step for c, step in reached.items() if step is not None}
+            entry = report_entry(p, ok, log, seconds, reached, os.path.join(root, name))
+            status = entry["status"]
             report.setdefault(p.block, {})[p.prop] = entry
             save()
             print(f"{name:28s} {entry['status']:5s} {p.mode:5s} depth {p.depth:2d} {seconds:7.1f} s", flush=True)
@@ -105,6 +95,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(log)
     print(f"{len(names) - len(failed)} of {len(names)} proofs pass; {args.out}")
     return 1 if failed else 0
+
+
+def report_entry(
+    p: Proof, ok: bool, log: str, seconds: float, reached: dict[str, int | None], workdir: str
+) -> dict[str, Any]:
+    """One proof's entry in `make formal`'s report: its status (``pass``,
+    ``timeout`` with the steps checked, ``fail``), engine, mode, depth,
+    seconds, and its ``why``, memories and covers where it has them."""
+    status = "pass" if ok else "timeout" if timed_out(log) else "fail"
+    entry: dict[str, Any] = {"status": status, "engine": f"smtbmc {p.solver}", "mode": p.mode}
+    entry.update(depth=p.depth, seconds=round(seconds, 1))
+    if status == "timeout":
+        entry["checked_steps"] = checked_steps(p, workdir)
+    if p.why:
+        entry["why"] = p.why
+    if p.map_memories:
+        entry["memories"] = "flip-flops"
+    if p.mode == "cover":
+        entry["covers"] = {c: ("reached" if step is not None else "unreached") for c, step in reached.items()}
+        entry["steps"] = {c: step for c, step in reached.items() if step is not None}
+    return entry
 
 
 def _variant(proof: Proof, bmc: int = 0, solver: str | None = None) -> Proof:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from amaranth import Array, Cat, Module, Mux, Signal, Value
@@ -48,10 +49,13 @@ class TileFeederFlow(StreamPorts):
         super().__init__(dut)
 
     def flow(self, m: Module, dut: Any) -> None:
-        cfg, core = self._cfg, self._core
+        """The command's contract, then the harness's walks of the read
+        requests (:meth:`requests`) and of the ``qk`` words
+        (:meth:`words`), and the feeder's state tied to them
+        (:meth:`invariants`)."""
+        core = self._core
         bt, by, bx = core.tile
-        T, bpr, nb, top = core.tile_tokens, dut.beats_per_row, len(cfg.batches), core.max_tokens
-        words_total = 2 * T * nb
+        top = core.max_tokens
         r = self.internal
         bits = {"ti": bt, "st": bt, "sy": by}
         r.update(tuple_internals(self.fragment, {k: max(1, (n - 1).bit_length()) for k, n in bits.items()}))
@@ -83,6 +87,19 @@ class TileFeederFlow(StreamPorts):
         with m.If(active):
             m.d.comb += Assert(in_head(hc))  # the command kept (an invariant)
         m.d.comb += Assert(dut.cmd.ready == ~active)
+        s = SimpleNamespace(r=r, state=state, in_state=in_state, L=L, W=W, hc=hc, active=active)
+        s.c_fire, s.rq_fire, s.rs_fire, s.qk_fire = c_fire, rq_fire, rs_fire, qk_fire
+        self.requests(m, dut, s)
+        self.words(m, dut, s)
+        self.invariants(m, dut, s)
+
+    def requests(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """The read requests: the harness's walk of the boxes (side, run
+        ``(t, y)``, beat), each request's address, their count ``E``, the
+        responses; ``s`` gains the walk (``side_box``, ``pos``, ...)."""
+        bt, by, bx = self._core.tile
+        bpr, W, hc, active = dut.beats_per_row, s.W, s.hc, s.active
+        c_fire, rq_fire, rs_fire = s.c_fire, s.rq_fire, s.rs_fire
 
         def side_box(side: Value) -> Any:
             """The box of side ``side`` (0: Q, else K)."""
@@ -140,6 +157,19 @@ class TileFeederFlow(StreamPorts):
             m.d.comb += [Assert(rside == sides), Assert(rt == 0), Assert(ry == 0), Assert(rbeat == 0)]
         with m.If(dut.rq.valid):
             m.d.comb += [Assert(active), Assert(asked < E), Assert(dut.rq.payload.addr == expected)]
+        s.side_box, s.pos, s.E, s.sides = side_box, pos, E, sides
+        s.asked, s.got, s.rside = asked, got, rside
+
+    def words(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """The ``qk`` words: the harness's walk of the padded tiles, a
+        padded word zero, and the bounded response; ``s`` gains the walk."""
+        core = self._core
+        bt, by, bx = core.tile
+        T, nb = core.tile_tokens, len(self._cfg.batches)
+        words_total = 2 * T * nb
+        W, side_box, active = s.W, s.side_box, s.active
+        c_fire, rs_fire, qk_fire = s.c_fire, s.rs_fire, s.qk_fire
+        asked, got, E = s.asked, s.got, s.E
 
         # the qk words: the harness's walk of the padded tiles
         ws = Signal(name="ref_wside")
@@ -185,6 +215,19 @@ class TileFeederFlow(StreamPorts):
         with m.If(qk_fire & last_word):
             m.d.sync += streaming.eq(0)
         m.d.comb += Assert(dut.qk.valid == streaming)
+        s.ws, s.wt, s.wy, s.wx, s.wb, s.words = ws, wt, wy, wx, wb, words
+        s.padded, s.last_resp, s.streaming = padded, last_resp, streaming
+
+    def invariants(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
+        """The feeder's FSM, run and stream counters and its loader's
+        counters are the harness's walks' (the k-induction's strengthening);
+        the covers."""
+        _, by, bx = self._core.tile
+        bpr, r, state, in_state, L = dut.beats_per_row, s.r, s.state, s.in_state, s.L
+        side_box, pos, hc, active, sides, E = s.side_box, s.pos, s.hc, s.active, s.sides, s.E
+        asked, got, rside, padded = s.asked, s.got, s.rside, s.padded
+        words, ws, wt, wy, wx, wb = s.words, s.ws, s.wt, s.wy, s.wx, s.wb
+        streaming, last_resp = s.streaming, s.last_resp
 
         # invariants: the feeder's state is the harness's
         S, ti, yi = r["side"], r["ti"], r["yi"]
