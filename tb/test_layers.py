@@ -317,6 +317,31 @@ def test_the_formal_harnesses_are_one_module_per_block():
     assert inside["kaleido.tb.formal"] <= package
 
 
+#: the report's package: its base, one module per figure group over the
+#: base, the summary over the figures, the CLI over them all
+REPORT_FIGURES = ("ops", "variants", "block", "sweeps", "cycles", "cost", "design_space")
+
+
+def test_the_report_is_one_module_per_figure_group():
+    """kaleido.bench.report is one module per figure group (issue 44, item
+    4): each imports at most the base; the summary the figure groups it
+    reads; the CLI the base, the figure groups and the summary;
+    ``__main__`` the CLI."""
+    graph = import_graph()
+    inside = {m: {t for t in graph[m] if t.startswith("kaleido.bench.report")} for m in graph}
+    figures = {f"kaleido.bench.report.{f}" for f in REPORT_FIGURES}
+    base, summary, cli = (f"kaleido.bench.report.{m}" for m in ("base", "summary", "cli"))
+    package = {m for m in graph if m.startswith("kaleido.bench.report.")}
+    assert package == figures | {base, summary, cli, "kaleido.bench.report.__main__"}
+    assert not inside[base]
+    for figure in figures:
+        assert inside[figure] <= {base}, (figure, inside[figure])
+    assert inside[summary] <= figures
+    assert inside[cli] == figures | {base, summary}
+    assert inside["kaleido.bench.report.__main__"] == {cli}
+    assert inside["kaleido.bench.report"] <= package
+
+
 def test_no_test_module_is_imported():
     """A test file's helpers belong in the kit (tb/kit.py, tb/*_cases.py,
     ...): a ``test_*.py`` imported as a library is loaded twice in one

@@ -1,0 +1,5 @@
+"""``python -m kaleido.bench.report``: :func:`kaleido.bench.report.cli.main`."""
+
+from .cli import main
+
+main()
