@@ -32,6 +32,7 @@ __all__ = [
     "RING_DEPTH",
     "RMW_LATENCY",
     "bank_entry_layout",
+    "bank_words",
     "pass_tokens_layout",
     "score_layout",
     "token_pair_layout",
@@ -73,11 +74,16 @@ def write_layout(n_tokens: int) -> data.StructLayout:
     return data.StructLayout({"enable": 1, "address": range(n_tokens * n_tokens)})
 
 
+def bank_words(n_tokens: int, banks: int) -> int:
+    """Words of one bank: ``N * ceil(N / banks)``."""
+    return n_tokens * -(-n_tokens // banks)
+
+
 def bank_entry_layout(n_tokens: int, banks: int, width: int) -> data.StructLayout:
     """One FIFO entry of a bank: the word ``offset`` in the bank
     (:func:`kaleido.config.s_bank_offset`), the tile ``value`` and
     ``first`` (overwrite instead of add)."""
-    words = n_tokens * -(-n_tokens // banks)
+    words = bank_words(n_tokens, banks)
     return data.StructLayout({"offset": range(max(2, words)), "value": signed(width), "first": 1})
 
 
@@ -296,11 +302,10 @@ class AccumulationBuffer(wiring.Component):
         the same module for every bank)."""
         cfg, N, B = self._config, self._n_tokens, self._config.s_banks
         width = cfg.buffer_width()
-        words = N * -(-N // B)
         entry_layout = bank_entry_layout(N, B, width)
         banks = []
         for b in range(B):
-            bank = SBank(entry_layout, len(lanes), cfg.s_fifo_depth, words, width, self.s_sets)
+            bank = SBank(entry_layout, len(lanes), cfg.s_fifo_depth, bank_words(N, B), width, self.s_sets)
             m.submodules[f"bank{b}"] = bank
             for k, (hit, lane_bank, word) in enumerate(lanes):
                 m.d.comb += [bank.sel[k].eq(hit & (lane_bank == b)), bank.entries[k].eq(word)]
@@ -312,8 +317,7 @@ class AccumulationBuffer(wiring.Component):
         """``S`` out, row-major: one word a cycle from the banks' read
         ports (synchronous: the first one cycle after ``unload`` rises)."""
         N, B = self._n_tokens, self._config.s_banks
-        words = N * -(-N // B)
-        unload_offset = Signal(range(max(2, words)))
+        unload_offset = Signal.like(banks[0].unload_offset)
         unload_advance = Signal()
         # the read ports serve the unload from its first read until its last word is taken
         unloading = Signal()

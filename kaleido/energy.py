@@ -102,6 +102,13 @@ ACC_ENTRY_BYTES = 4
 #: each buffer at its own macro's energy (:mod:`kaleido.sram`)
 SRAM_MODELS = ("flat", "sized")
 
+#: the buffers outside the Q K^T operands: the same in both cores
+_SHARED_BUFFERS: dict[str, tuple[str, int, int, int, int]] = {
+    "s_acc": ("core.engine.accumulator.bank0.set0", 256, 23, 1, 1),
+    "p_tile": ("core.pv.p_tile0", 1024, 28, 1, 1),
+    "v_tile": ("core.pv.v_tile0", 64, 1024, 1, 1),
+    "o_acc": ("core.pv.o_acc.o_acc", 2048, 120, 1, 1),
+}
 #: the buffers the SRAM traffic goes to, as the default design's core and the
 #: dense core build them (``CoreConfig()``; ``tb/test_sram.py`` checks each
 #: against the elaborated cores): role -> (instance, words, width bits, read
@@ -111,20 +118,8 @@ SRAM_MODELS = ("flat", "sized")
 #: ``p_tile`` and ``v_tile``: the P V stage's operands; ``o_acc``: the
 #: partial-``O`` accumulator.
 CORE_BUFFERS: dict[str, dict[str, tuple[str, int, int, int, int]]] = {
-    "kaleido": {
-        "qk_operands": ("core.engine.qk_memory.q_anchor_memory", 576, 128, 1, 1),
-        "s_acc": ("core.engine.accumulator.bank0.set0", 256, 23, 1, 1),
-        "p_tile": ("core.pv.p_tile0", 1024, 28, 1, 1),
-        "v_tile": ("core.pv.v_tile0", 64, 1024, 1, 1),
-        "o_acc": ("core.pv.o_acc.o_acc", 2048, 120, 1, 1),
-    },
-    "dense": {
-        "qk_operands": ("core.engine.q_bank0", 144, 128, 1, 1),
-        "s_acc": ("core.engine.accumulator.bank0.set0", 256, 23, 1, 1),
-        "p_tile": ("core.pv.p_tile0", 1024, 28, 1, 1),
-        "v_tile": ("core.pv.v_tile0", 64, 1024, 1, 1),
-        "o_acc": ("core.pv.o_acc.o_acc", 2048, 120, 1, 1),
-    },
+    "kaleido": {"qk_operands": ("core.engine.qk_memory.q_anchor_memory", 576, 128, 1, 1), **_SHARED_BUFFERS},
+    "dense": {"qk_operands": ("core.engine.q_bank0", 144, 128, 1, 1), **_SHARED_BUFFERS},
 }
 
 
