@@ -16,6 +16,8 @@ an :class:`~kaleido.hdl.s_bank.SBank`, the same module for every bank.
 
 from __future__ import annotations
 
+import math
+
 from amaranth import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -115,6 +117,15 @@ class AccumulationBuffer(wiring.Component):
         engine): every tile is its pass's only one, at the anchors, and the
         tiles' ``phase`` is not read (no constant input left for synthesis
         to propagate across the module boundary).
+    aligned : bool
+        Whether every pass covers an array-aligned block of tokens (row
+        unit ``y`` holds a token ``= y mod R``, column unit ``x`` one
+        ``= x mod C``: the dense engine's). Then a lane ``(r, c)`` only ever
+        reaches the banks ``b = r + c (mod g)``, ``g = gcd(R, C, s_banks)``,
+        and each bank's FIFO is wired to those lanes only (with ``g = 4``, 4
+        of 16): the same behaviour, a quarter of the FIFOs' write crossbar,
+        and a hierarchical synthesis sees what a flattened one would infer.
+        Needs one array (``sub_shape`` the whole array).
 
     Ports
     -----
@@ -152,10 +163,19 @@ class AccumulationBuffer(wiring.Component):
     """
 
     def __init__(
-        self, config: KaleidoConfig | None = None, n_tokens: int = 32, s_sets: int = 1, *, followers: bool = True
+        self,
+        config: KaleidoConfig | None = None,
+        n_tokens: int = 32,
+        s_sets: int = 1,
+        *,
+        followers: bool = True,
+        aligned: bool = False,
     ):
         config = as_config(config)
         self._followers = bool(followers)
+        if aligned and config.sub_shape != (config.array_rows, config.array_cols):
+            raise ValueError(f"aligned passes need one array, not sub-arrays of {config.sub_shape!r}")
+        self._aligned = bool(aligned)
         self.s_sets = check_s_sets(s_sets)
         if not isinstance(n_tokens, int) or isinstance(n_tokens, bool):
             raise TypeError(f"n_tokens must be an integer, not {n_tokens!r}")
@@ -195,6 +215,17 @@ class AccumulationBuffer(wiring.Component):
     def banks(self) -> int:
         """``config.s_banks``."""
         return self._config.s_banks
+
+    def lane_banks(self, lane: int) -> range:
+        """The banks lane ``lane`` (PE ``(lane // C, lane % C)``) can
+        reach: all, or with ``aligned`` passes those ``= r + c`` modulo
+        ``gcd(R, C, s_banks)``."""
+        cfg = self._config
+        R, C, B = cfg.array_rows, cfg.array_cols, cfg.s_banks
+        if not 0 <= lane < R * C:
+            raise ValueError(f"lane {lane!r} is not one of the array's {R * C} PEs")
+        g = math.gcd(R, C, B) if self._aligned else 1
+        return range((lane // C + lane % C) % g, B, g)
 
     @property
     def latency(self) -> int:
@@ -305,9 +336,10 @@ class AccumulationBuffer(wiring.Component):
         entry_layout = bank_entry_layout(N, B, width)
         banks = []
         for b in range(B):
-            bank = SBank(entry_layout, len(lanes), cfg.s_fifo_depth, bank_words(N, B), width, self.s_sets)
+            reach = [lane for k, lane in enumerate(lanes) if b in self.lane_banks(k)]
+            bank = SBank(entry_layout, len(reach), cfg.s_fifo_depth, bank_words(N, B), width, self.s_sets)
             m.submodules[f"bank{b}"] = bank
-            for k, (hit, lane_bank, word) in enumerate(lanes):
+            for k, (hit, lane_bank, word) in enumerate(reach):
                 m.d.comb += [bank.sel[k].eq(hit & (lane_bank == b)), bank.entries[k].eq(word)]
             m.d.comb += [bank.take.eq(~self.hold), bank.write_set.eq(self.write_set), bank.read_set.eq(self.read_set)]
             banks.append(bank)

@@ -88,7 +88,7 @@ class DenseEngine(wiring.Component):
         self._config = config
         self.n_tokens = self._grid[0] * self._grid[1] * self._grid[2]
         self.s_width = config.buffer_width()
-        self.accumulator = AccumulationBuffer(config, self.n_tokens, s_sets, followers=False)
+        self.accumulator = AccumulationBuffer(config, self.n_tokens, s_sets, followers=False, aligned=True)
         self.control = EngineControl(32, s_sets)
         super().__init__(engine_signature(config))
 

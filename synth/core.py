@@ -88,11 +88,10 @@ CORE_VARIANTS: dict[str, tuple[str, str]] = {
 DEFAULT_CORES = tuple(CORE_VARIANTS)
 
 #: the cores ``make synth`` synthesizes flattened unless ``--flatten`` says
-#: otherwise: the dense core's accumulation buffer (the Kaleido engine's,
-#: general in the tile phase) sees the dense PEs' constant tile phase only
-#: across module boundaries, so its hierarchical figure is about twice its
-#: flattened one (docs/SYNTH.md "Hierarchical synthesis of the cores")
-DEFAULT_FLATTEN = ("dense",)
+#: otherwise: none, so every core is measured the same way (hierarchically;
+#: how far that is from flattened: docs/SYNTH.md "Hierarchical against
+#: flattened")
+DEFAULT_FLATTEN: tuple[str, ...] = ()
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "kaleido" / "data" / "chip_16nm.toml"
 

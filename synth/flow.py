@@ -486,7 +486,7 @@ def _parse(argv: list | None) -> argparse.Namespace:
         "--flatten",
         default=None,
         help="cores to synthesize flattened instead (tens of minutes each, cached; default: "
-        f"{','.join(DEFAULT_FLATTEN)} when it is one of the cores)",
+        f"{','.join(DEFAULT_FLATTEN) or 'none'})",
     )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--doc", default="docs/SYNTH_TABLE.md")

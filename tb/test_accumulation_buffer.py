@@ -285,6 +285,27 @@ def test_accumulation_buffer_rejects_bad_parameters():
     with pytest.raises(TypeError, match=r"s_fifo_depth must be an integer, not 'x'"):
         KaleidoConfig.one_array(s_fifo_depth="x")
     assert RING_DEPTH == 4
+    with pytest.raises(ValueError, match=r"aligned passes need one array, not sub-arrays of \(1, 1\)"):
+        AccumulationBuffer(KaleidoConfig(), 4, aligned=True)
+    with pytest.raises(ValueError, match=r"lane 16 is not one of the array's 16 PEs"):
+        AccumulationBuffer(KaleidoConfig.one_array(), 4).lane_banks(16)
+
+
+@pytest.mark.parametrize("banks", [1, 2, 4, 8, 16, 32])
+def test_aligned_lanes_reach_exactly_their_banks(banks):
+    """With aligned passes (the dense engine's: blocks of R x C tokens) the
+    banks a lane is wired to are exactly those its tiles can reach, counted
+    here over every block of a 64-token head with the config's s_bank;
+    unaligned, every lane reaches every bank."""
+    cfg = KaleidoConfig.one_array(s_banks=banks)
+    R, C, n = cfg.array_rows, cfg.array_cols, 64
+    aligned = AccumulationBuffer(cfg, n, followers=False, aligned=True)
+    free = AccumulationBuffer(cfg, n)
+    for lane in range(R * C):
+        r, c = divmod(lane, C)
+        reached = {s_bank(bi * R + r, bj * C + c, banks) for bi in range(n // R) for bj in range(n // C)}
+        assert set(aligned.lane_banks(lane)) == reached, f"lane {lane}"
+        assert list(free.lane_banks(lane)) == list(range(banks))
 
 
 #: engine heads for the ring: the default 4x4 array (a pass of one-beat

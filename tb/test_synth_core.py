@@ -207,10 +207,10 @@ def test_make_synth_runs_the_cores_only_on_the_whole_run(monkeypatch):
 
     monkeypatch.setattr(flow, "run_flow", fake)
     for argv, cores, flatten in (
-        ([], ("default", "one_array", "paper"), ("dense",)),
-        (["--flatten="], ("default", "one_array", "paper", "dense"), ()),
+        ([], ("default", "one_array", "paper", "dense"), ()),
+        (["--flatten=dense"], ("default", "one_array", "paper"), ("dense",)),
         (["--designs", "baseline_pe"], (), ()),
-        (["--designs", "baseline_pe", "--cores", "dense"], (), ("dense",)),
+        (["--designs", "baseline_pe", "--cores", "dense"], ("dense",), ()),
         (["--designs", "baseline_pe", "--cores", "one_array"], ("one_array",), ()),
         (["--cores="], (), ()),
         (["--cores", "default,dense", "--flatten", "dense"], ("default",), ("dense",)),
