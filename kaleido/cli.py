@@ -63,6 +63,15 @@ def _perf_parser(sub):
         help="cycle model of one attention head (Q K^T, softmax, P V)",
         description="Run the cycle-level performance model on a workload.",
     )
+    src = _perf_workload_arguments(p)
+    _perf_linear_arguments(p)
+    _perf_hardware_arguments(p, src)
+    _perf_output_arguments(p)
+    p.set_defaults(func=_perf)
+
+
+def _perf_workload_arguments(p):
+    """The workload group: a file or a synthetic head, and the op."""
     src = p.add_argument_group("workload (a file, or a synthetic one)")
     src.add_argument("--workload", metavar="FILE.npz", help="exchange-format .npz (q, k, v, grid, split)")
     src.add_argument("--grid", type=_grid, default=(4, 8, 8), help="T,H,W latent tokens (default 4,8,8)")
@@ -75,6 +84,11 @@ def _perf_parser(sub):
         choices=["attention", "linear"],
         help="attention (a head: Q K^T, softmax, P V) or linear (a layer X W with reuse on the activations)",
     )
+    return src
+
+
+def _perf_linear_arguments(p):
+    """The linear layer group (``--op linear``)."""
     lin = p.add_argument_group("linear layer (--op linear; synthetic video activations, seeded weights)")
     lin.add_argument("--d-model", type=int, default=256, help="activation width d_in (default 256)")
     lin.add_argument(
@@ -83,6 +97,11 @@ def _perf_parser(sub):
     lin.add_argument("--window-axis", default="t", choices=["t", "y", "x"], help="activation window axis (default t)")
     lin.add_argument("--theta1", type=float, default=2.0, help="eq. 5 FULL threshold, int8 units (default 2.0)")
     lin.add_argument("--theta2", type=float, default=8.0, help="eq. 5 PARTIAL threshold (default 8.0)")
+
+
+def _perf_hardware_arguments(p, src):
+    """The hardware group; the workload group's ``--preset`` follows
+    ``--variant`` (the usage line's order)."""
     hw = p.add_argument_group("hardware")
     hw.add_argument("--variant", default="full", choices=["pe", "pe-sh", "pe-m", "full"])
     add_config_arguments(src)  # --preset: the workload's split, and the configuration's name
@@ -124,6 +143,10 @@ def _perf_parser(sub):
         help="small-P pairing on P V (issue 14, docs/DESIGN.md): two P V beats whose P is below 16 as one; "
         "the P V cycles then depend on the head's P (computed here); default: the design's, on in default",
     )
+
+
+def _perf_output_arguments(p):
+    """The output group: files, quality, energy and synthesis inputs."""
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH")
     out.add_argument("--csv", metavar="PATH")
@@ -154,7 +177,6 @@ def _perf_parser(sub):
         help=f"make synth report for the clocks, areas and efficiency (default {REPORT}; "
         "without it, the committed docs/SYNTH_TABLE.md and docs/report/synth_report.json)",
     )
-    p.set_defaults(func=_perf)
 
 
 def _load_workload(args):
@@ -237,16 +259,59 @@ def _efficiency_columns(eff: dict) -> dict:
 
 
 def _perf(args):
-    from kaleido.golden import reuse_attention
-
+    """``kaleido perf``: one head's cycles, energy and quality (or one linear layer's)."""
     if args.pass_gap is not None and args.pass_gap < 0:
         raise ValueError(f"--pass-gap must be >= 0, not {args.pass_gap}")
     if args.op == "linear":
         return _perf_linear(args)
 
-    from .model import VARIANTS, check_arrays, run_model
+    from .model import run_model
 
     w = _load_workload(args)
+    cfg, pass_gap = _perf_config(args, w)
+    quality = _perf_quality(args, w, cfg)
+    t0 = time.time()
+    r = run_model(
+        w.q,
+        w.k,
+        w.grid,
+        w.split,
+        cfg,
+        variant=args.variant,
+        arrays=args.arrays,
+        pass_gap=pass_gap,
+        progress=batch_progress(),
+        quality=quality,
+    )
+    result = r.as_dict()
+    result["workload"] = _workload_entry(w)
+    result["config"] = _config_entry(args, cfg, pass_gap)
+    engine = _perf_engine(args, w, cfg, result)
+    pv = _perf_stages(w, cfg, r, result, engine)
+    energy, clock = _perf_cost(args, w, cfg, r, pv, result)
+    result["model_seconds"] = time.time() - t0
+    _print_perf_cycles(args, w, cfg, r, result, clock)
+    _print_perf_energy(energy)
+    if engine:
+        _print_perf_engine(cfg, engine, result)
+    eff = result["efficiency"]
+    print(summary_line(eff) if "error" not in eff else f"efficiency: not computed ({eff['error']})")
+    if quality:
+        print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, cosine {quality['vs_int8']['cosine']:.5f}")
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    if args.csv:
+        _write_perf_csv(args.csv, r, result, energy)
+    return 0
+
+
+def _perf_config(args, w):
+    """The head's configuration from the arguments and its pass gap;
+    refuses small-P pairing on a head too long for its P."""
+    from .model import check_arrays
+
     cfg = config_from_args(args, split=w.split, array_rows=args.array_size[0], array_cols=args.array_size[1])
     if args.thresholds is not None:
         from .calibrate import load_thresholds
@@ -263,6 +328,14 @@ def _perf(args):
             f"probabilities); kaleido perf computes it for at most {PV_PAIRS_TOKENS:,} tokens: "
             "--no-pv-pairs or --design one_array for this head"
         )
+    return cfg, pass_gap
+
+
+def _perf_quality(args, w, cfg):
+    """The attention output's quality metrics, or None when ``--quality``
+    skips them."""
+    from kaleido.golden import reuse_attention
+
     quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
         if cfg.group_thresholds is None:
@@ -273,28 +346,23 @@ def _perf(args):
 
             hw = hw_attention(w.q, w.k, w.v, w.grid, w.split, cfg.thresholds, [cfg.F] * 3, scales=w.scales)
             quality = {"vs_int8": hw["vs_int8"]}
-    t0 = time.time()
-    r = run_model(
-        w.q,
-        w.k,
-        w.grid,
-        w.split,
-        cfg,
-        variant=args.variant,
-        arrays=args.arrays,
-        pass_gap=pass_gap,
-        progress=batch_progress(),
-        quality=quality,
-    )
-    result = r.as_dict()
-    result["workload"] = {
+    return quality
+
+
+def _workload_entry(w) -> dict:
+    """The result's ``workload``: shape and scalar metadata."""
+    return {
         "n": w.n,
         "d": w.d,
         "grid": list(w.grid),
         "split": list(w.split),
         **{k: v for k, v in w.meta.items() if isinstance(v, (int, float, str, bool))},
     }
-    result["config"] = {
+
+
+def _config_entry(args, cfg, pass_gap) -> dict:
+    """The result's ``config``."""
+    return {
         "F": cfg.F,
         "P": cfg.P,
         "thresholds": [list(x) for x in cfg.thresholds],
@@ -308,6 +376,11 @@ def _perf(args):
         "pass_gap": pass_gap,
         "pv_pairs": cfg.pv_pairs,
     }
+
+
+def _perf_engine(args, w, cfg, result: dict):
+    """With ``--engine``, the integrated engine's cycles (also in
+    ``result["engine"]``); else None."""
     engine = None
     if args.engine:
         from .model import engine_cycles
@@ -318,6 +391,12 @@ def _perf(args):
             )
         engine = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
         result["engine"] = engine.as_dict()
+    return engine
+
+
+def _perf_stages(w, cfg, r, result: dict, engine):
+    """Adds the softmax and P V stages and the whole attention (with the
+    engine's Q K^T too) to ``result``; returns the P V cycles."""
     from .model import attention_stages, pv_cycles
 
     P = None
@@ -332,7 +411,14 @@ def _perf(args):
         cycles = engine.compute + sum(st["cycles"] for st in rest)
         dense = engine.dense_cycles + sum(st["dense_cycles"] for st in rest)
         result["attention_engine"] = {"cycles": cycles, "dense_cycles": dense, "speedup": dense / cycles}
+    return pv
+
+
+def _perf_cost(args, w, cfg, r, pv, result: dict):
+    """Adds the energy, the clocks' time and the efficiency to ``result``;
+    returns the energy and the clocks."""
     from .energy import attention_energy
+    from .model import VARIANTS
 
     energy = attention_energy(
         w.q, w.k, w.v, w.grid, w.split, cfg, r, args.energy_table, pv=pv, sram_model=args.sram_model
@@ -342,7 +428,11 @@ def _perf(args):
     clock = clocks(scheduler, matcher, args.synth_report)
     result["time"] = {**clock.as_dict(), "speedup": time_speedup(r.speedup, clock)}
     result["efficiency"] = _efficiency(args, cfg, result, energy)
-    result["model_seconds"] = time.time() - t0
+    return energy, clock
+
+
+def _print_perf_cycles(args, w, cfg, r, result: dict, clock) -> None:
+    """The workload, the design, the cycles, time and stages."""
     print(f"workload: N={w.n} d={w.d} grid={w.grid} split={w.split}{' (synthetic)' if w.meta.get('synthetic') else ''}")
     print(
         f"variant {r.variant}, "
@@ -374,6 +464,10 @@ def _perf(args):
         f"attention: cycles {att['cycles']:,}  dense {att['dense_cycles']:,}  speedup {att['speedup']:.3f}x "
         "(Q K^T, softmax, P V in turn)"
     )
+
+
+def _print_perf_energy(energy: dict) -> None:
+    """The energy estimate: totals, SRAM models, stages and kinds."""
     print(
         f"energy: Kaleido {energy['kaleido_pj'] / 1e6:,.3f} uJ  dense {energy['dense_pj'] / 1e6:,.3f} uJ  "
         f"savings {energy['savings']:.3f}x (Q K^T alone {energy['qk_savings']:.3f}x; estimates at "
@@ -395,53 +489,50 @@ def _perf(args):
             if e["kaleido"] or e["dense"]
         )
     )
-    if engine:
-        sub = result["config"]["sub_arrays"]
-        # with small arrays, engine.passes is one 4x4 array's (engine_cycles); the queue's beats are not summed
-        where = f"{cfg.n_arrays} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
-        busy = f"{engine.stall:,}" if sub else f"{engine.passes:,}, dispatcher idle {engine.stall:,}"
-        print(
-            f"engine: compute {engine.compute:,} ({where} {busy})  speedup {engine.speedup:.3f}x  "
-            f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})"
-        )
-        ae = result["attention_engine"]
-        print(
-            f"attention with the engine's Q K^T: cycles {ae['cycles']:,}  dense {ae['dense_cycles']:,}  "
-            f"speedup {ae['speedup']:.3f}x (its compute, softmax, P V in turn)"
-        )
-    eff = result["efficiency"]
-    print(summary_line(eff) if "error" not in eff else f"efficiency: not computed ({eff['error']})")
-    if quality:
-        print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, cosine {quality['vs_int8']['cosine']:.5f}")
-    if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-    if args.csv:
-        row = {
-            "cycles": r.cycles,
-            "dense_cycles": r.dense_cycles,
-            "speedup": r.speedup,
-            "time_speedup": result["time"]["speedup"],
-            "utilization": r.utilization,
-            **{f"{k}_cycles": v["cycles"] for k, v in result["stages"].items()},
-            "attention_cycles": result["attention"]["cycles"],
-            "attention_dense_cycles": result["attention"]["dense_cycles"],
-            "attention_speedup": result["attention"]["speedup"],
-            "energy_kaleido_pj": energy["kaleido_pj"],
-            "energy_dense_pj": energy["dense_pj"],
-            "energy_savings": energy["savings"],
-            **_efficiency_columns(result["efficiency"]),
-            **{f"ops_{k}": v for k, v in r.ops.items()},
-            **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
-            "variant": r.variant,
-        }
-        os.makedirs(os.path.dirname(args.csv) or ".", exist_ok=True)
-        with open(args.csv, "w", newline="") as f:
-            wr = csv.DictWriter(f, fieldnames=list(row))
-            wr.writeheader()
-            wr.writerow(row)
-    return 0
+
+
+def _print_perf_engine(cfg, engine, result: dict) -> None:
+    """The integrated engine's cycles and the attention with its Q K^T."""
+    sub = result["config"]["sub_arrays"]
+    # with small arrays, engine.passes is one 4x4 array's (engine_cycles); the queue's beats are not summed
+    where = f"{cfg.n_arrays} {sub[0]}x{sub[1]} arrays, queue idle" if sub else "passes"
+    busy = f"{engine.stall:,}" if sub else f"{engine.passes:,}, dispatcher idle {engine.stall:,}"
+    print(
+        f"engine: compute {engine.compute:,} ({where} {busy})  speedup {engine.speedup:.3f}x  "
+        f"whole head {engine.total:,} (load {engine.load:,}, output {engine.output:,})"
+    )
+    ae = result["attention_engine"]
+    print(
+        f"attention with the engine's Q K^T: cycles {ae['cycles']:,}  dense {ae['dense_cycles']:,}  "
+        f"speedup {ae['speedup']:.3f}x (its compute, softmax, P V in turn)"
+    )
+
+
+def _write_perf_csv(path: str, r, result: dict, energy: dict) -> None:
+    """``--csv``: one row of the head's figures."""
+    row = {
+        "cycles": r.cycles,
+        "dense_cycles": r.dense_cycles,
+        "speedup": r.speedup,
+        "time_speedup": result["time"]["speedup"],
+        "utilization": r.utilization,
+        **{f"{k}_cycles": v["cycles"] for k, v in result["stages"].items()},
+        "attention_cycles": result["attention"]["cycles"],
+        "attention_dense_cycles": result["attention"]["dense_cycles"],
+        "attention_speedup": result["attention"]["speedup"],
+        "energy_kaleido_pj": energy["kaleido_pj"],
+        "energy_dense_pj": energy["dense_pj"],
+        "energy_savings": energy["savings"],
+        **_efficiency_columns(result["efficiency"]),
+        **{f"ops_{k}": v for k, v in r.ops.items()},
+        **{f"beats_{k}": v["beats"] for k, v in r.phases.items()},
+        "variant": r.variant,
+    }
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(row))
+        wr.writeheader()
+        wr.writerow(row)
 
 
 def _explore_parser(sub):

@@ -289,7 +289,24 @@ _PE_AREA = "PE cells 1,790 with 4 accumulators, 1,545 with 3 (docs/SYNTH_TABLE.m
 
 def candidates() -> list[Candidate]:
     """Every candidate of the full sweep."""
-    out = [
+    out = _reference_candidates()
+    out += _threshold_candidates()
+    out += _group_threshold_candidates()
+    out += _adaptive_candidates()
+    out += _array_count_candidates()
+    out += shape_candidates()
+    for fp, acc in (((5, 3), 3), ((6, 4), 4)):
+        out += _dispatch_candidates(fp, acc)
+    out += _stack_candidates()
+    out += built_candidates(out)
+    out += small_p_candidates(out)
+    return out
+
+
+def _reference_candidates() -> list[Candidate]:
+    """The paper's design, the default reuse on one array, and it with P
+    V's FULL threshold 6."""
+    return [
         PAPER,
         DEFAULT,
         dataclasses.replace(
@@ -302,10 +319,17 @@ def candidates() -> list[Candidate]:
             "thresholds)",
         ),
     ]
-    acc4_area = f"{_PE_AREA}; a fourth accumulator adds about 10 % (estimate: one 19-bit register and adder)"
-    out.append(
-        Candidate("acc4", "accumulators", accumulators=4, rtl="config", area=acc4_area, note="spec sec. 5 extension")
-    )
+
+
+_ACC4_AREA = f"{_PE_AREA}; a fourth accumulator adds about 10 % (estimate: one 19-bit register and adder)"
+
+
+def _threshold_candidates() -> list[Candidate]:
+    """A fourth accumulator, the (F, P) grid with three and four, and P
+    V's own FULL threshold."""
+    out = [
+        Candidate("acc4", "accumulators", accumulators=4, rtl="config", area=_ACC4_AREA, note="spec sec. 5 extension")
+    ]
     for acc in (3, 4):
         for F, P in ((4, 3), (4, 4), (5, 4), (6, 3), (6, 4), (6, 6), (7, 4), (7, 7), (8, 4)):
             out.append(
@@ -315,7 +339,7 @@ def candidates() -> list[Candidate]:
                     (F, P),
                     accumulators=acc,
                     rtl="config" if acc == 4 else "yes",
-                    area="as the paper's" if acc == 3 else acc4_area,
+                    area="as the paper's" if acc == 3 else _ACC4_AREA,
                 )
             )
     for qk, vf in (((5, 4), 6), ((5, 4), 7), ((5, 4), 9), ((6, 4), 7), ((6, 4), 9)):
@@ -331,6 +355,12 @@ def candidates() -> list[Candidate]:
                 note="P V's own FULL threshold",
             )
         )
+    return out
+
+
+def _group_threshold_candidates() -> list[Candidate]:
+    """Per-group Q K^T thresholds t, x, y in 5..7 (P 4) that differ."""
+    out: list[Candidate] = []
     for ft in (5, 6, 7):
         for fx in (5, 6, 7):
             for fy in (5, 6, 7):
@@ -347,8 +377,14 @@ def candidates() -> list[Candidate]:
                         "(estimate: negligible)",
                     )
                 )
+    return out
+
+
+def _adaptive_candidates() -> list[Candidate]:
+    """Thresholds per head: uniform, per group, or calibrated on the same
+    layer's other-motion head."""
     adaptive_area = "threshold registers per head, set by offline calibration (estimate: negligible on chip)"
-    out += [
+    return [
         Candidate("adaptive uniform acc3", "adaptive", adaptive="uniform", rtl="no", area=adaptive_area),
         Candidate(
             "adaptive uniform acc4", "adaptive", accumulators=4, adaptive="uniform", rtl="no", area=adaptive_area
@@ -384,6 +420,11 @@ def candidates() -> list[Candidate]:
             note="as built: per-group Q K^T thresholds per head (kaleido calibrate), P V's FULL threshold 7",
         ),
     ]
+
+
+def _array_count_candidates() -> list[Candidate]:
+    """Array count and shape at 16 PEs, one dispatcher per array."""
+    out: list[Candidate] = []
     for (rows, cols, arrays), fp, acc in (
         ((2, 2, 4), (5, 3), 3),
         ((1, 1, 16), (5, 3), 3),
@@ -407,61 +448,89 @@ def candidates() -> list[Candidate]:
                 note="array count/shape at 16 PEs; P V dealt by query blocks (estimate)",
             )
         )
-    out += shape_candidates()
-    greedy_area = "a batch-wide pass-aware scheduler (estimate: unit memory of a batch, 1,024 strings, vs 64)"
-    for fp, acc in (((5, 3), 3), ((6, 4), 4)):
-        out += [
-            Candidate(
-                f"queue F{fp[0]}P{fp[1]} acc{acc}",
-                "scheduler",
-                fp,
-                accumulators=acc,
-                order="queue",
-                rtl="yes" if acc == 3 else "config",
-                area="no scheduler (pe-m)",
-            ),
-            Candidate(
-                f"greedy F{fp[0]}P{fp[1]} acc{acc}",
-                "scheduler",
-                fp,
-                accumulators=acc,
-                order="greedy",
-                rtl="no",
-                area=greedy_area,
-            ),
-            Candidate(
-                f"greedy64 F{fp[0]}P{fp[1]} acc{acc}",
-                "scheduler",
-                fp,
-                accumulators=acc,
-                order="greedy",
-                window=64,
-                rtl="no",
-                area="greedy pass-aware scheduler on the RTL's 64-string window (estimate: as the scheduler)",
-            ),
-            Candidate(
-                f"per-PE issue F{fp[0]}P{fp[1]} acc{acc}",
-                "issue",
-                fp,
-                accumulators=acc,
-                issue="pe",
-                rtl="no",
-                area="per-PE operand queues and slot streams (estimate: a matcher and a 16-deep operand FIFO "
-                "per PE, about +40 % of the array)",
-                note="bound of any row/column/PE issue mask that keeps the passes in step",
-            ),
-            Candidate(
-                f"lookahead8 F{fp[0]}P{fp[1]} acc{acc}",
-                "matcher",
-                fp,
-                accumulators=acc,
-                lookahead=8,
-                rtl="config",
-                area="matcher lookahead 8 (estimate: +60 % of a 416-cell matcher)",
-            ),
-        ]
+    return out
+
+
+_GREEDY_AREA = "a batch-wide pass-aware scheduler (estimate: unit memory of a batch, 1,024 strings, vs 64)"
+
+
+def _dispatch_candidates(fp: tuple, acc: int) -> list[Candidate]:
+    """At one (F, P) and accumulator count: no scheduler, greedy schedulers,
+    per-PE issue, and matcher lookahead 8."""
+    return [
+        Candidate(
+            f"queue F{fp[0]}P{fp[1]} acc{acc}",
+            "scheduler",
+            fp,
+            accumulators=acc,
+            order="queue",
+            rtl="yes" if acc == 3 else "config",
+            area="no scheduler (pe-m)",
+        ),
+        Candidate(
+            f"greedy F{fp[0]}P{fp[1]} acc{acc}",
+            "scheduler",
+            fp,
+            accumulators=acc,
+            order="greedy",
+            rtl="no",
+            area=_GREEDY_AREA,
+        ),
+        Candidate(
+            f"greedy64 F{fp[0]}P{fp[1]} acc{acc}",
+            "scheduler",
+            fp,
+            accumulators=acc,
+            order="greedy",
+            window=64,
+            rtl="no",
+            area="greedy pass-aware scheduler on the RTL's 64-string window (estimate: as the scheduler)",
+        ),
+        Candidate(
+            f"per-PE issue F{fp[0]}P{fp[1]} acc{acc}",
+            "issue",
+            fp,
+            accumulators=acc,
+            issue="pe",
+            rtl="no",
+            area="per-PE operand queues and slot streams (estimate: a matcher and a 16-deep operand FIFO "
+            "per PE, about +40 % of the array)",
+            note="bound of any row/column/PE issue mask that keeps the passes in step",
+        ),
+        Candidate(
+            f"lookahead8 F{fp[0]}P{fp[1]} acc{acc}",
+            "matcher",
+            fp,
+            accumulators=acc,
+            lookahead=8,
+            rtl="config",
+            area="matcher lookahead 8 (estimate: +60 % of a 416-cell matcher)",
+        ),
+    ]
+
+
+def _stack_candidates() -> list[Candidate]:
+    """Levers stacked: adaptive or calibrated group thresholds with the
+    greedy scheduler, small arrays or per-PE issue."""
     stack_area = "4 accumulators + per-group thresholds + batch-wide scheduler (estimates above)"
-    out += [
+    return [
+        *_adaptive_stacks(stack_area),
+        *_calibrated_stacks(stack_area),
+        Candidate(
+            "stack: adaptive group + per-PE issue acc4",
+            "stack",
+            accumulators=4,
+            issue="pe",
+            adaptive="group",
+            rtl="no",
+            area=stack_area + "; per-PE issue",
+        ),
+    ]
+
+
+def _adaptive_stacks(stack_area: str) -> list[Candidate]:
+    """Adaptive group thresholds with the greedy scheduler, 4x 2x2 or 16x 1x1."""
+    return [
         Candidate(
             "stack: adaptive group + greedy acc4",
             "stack",
@@ -494,6 +563,13 @@ def candidates() -> list[Candidate]:
             rtl="no",
             area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
         ),
+    ]
+
+
+def _calibrated_stacks(stack_area: str) -> list[Candidate]:
+    """Calibrated group thresholds (at the floor and 1.5 dB above) with the
+    greedy scheduler on 4x 2x2, or 16x 1x1."""
+    return [
         Candidate(
             "stack: calibrated group + greedy + 4x 2x2 acc4",
             "stack",
@@ -531,19 +607,7 @@ def candidates() -> list[Candidate]:
             rtl="no",
             area=stack_area.replace(" + batch-wide scheduler", "") + "; 16 one-PE arrays, each with a matcher",
         ),
-        Candidate(
-            "stack: adaptive group + per-PE issue acc4",
-            "stack",
-            accumulators=4,
-            issue="pe",
-            adaptive="group",
-            rtl="no",
-            area=stack_area + "; per-PE issue",
-        ),
     ]
-    out += built_candidates(out)
-    out += small_p_candidates(out)
-    return out
 
 
 def built_candidates(base: list[Candidate]) -> list[Candidate]:
@@ -1364,70 +1428,88 @@ def bounds_table(wb: list[dict], floor: float = FLOOR) -> list[str]:
         ],
     ]
     if all("attention_bound_stacked" in b for b in wb):
-        ceiling = stacked_ceiling(wb, floor)
-        lines += [
-            "",
-            f"The ceiling at {floor:g} dB: each head's best bound over the windows and "
-            "thresholds above that hold the floor (chosen per head, an oracle):",
-            "",
-            "| set | head | every lever | w, (F,P), PSNR | ... over a dense array pairing small P | "
-            "Q K^T levers, small-P halves on P V | w, (F,P), PSNR |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for group, c in ceiling.items():
-            for head, h in c["heads"].items():
-                st, sm = h["attention_bound_stacked"], h["attention_bound_small"]
-                vd = f"{h['vs_dense_small']:.3f}x" if "vs_dense_small" in h else "-"
-                lines.append(
-                    f"| {group} | {head} | {st[0]:.3f}x | {st[1]}, {fmt_thresholds(st[2])}, {st[3]:.1f} dB | "
-                    f"{vd} | "
-                    f"{sm[0]:.3f}x | {sm[1]}, {fmt_thresholds(sm[2])}, {sm[3]:.1f} dB |"
-                )
+        lines += _oracle_ceiling_lines(wb, floor)
+        lines += _fixed_ceiling_lines(wb, floor)
+        lines += _calibrated_ceiling_lines(wb, floor)
+    return lines
 
-            def agg(a: dict, n: int = len(c["heads"])) -> str:
-                return f"{a['geomean']:.3f}x ({a['min']:.3f}x), {a['at_least_2x']} of {n} at 2x"
 
-            vd = agg(c["vs_dense_small"]) if "vs_dense_small" in c else "-"
+def _oracle_ceiling_lines(wb: list[dict], floor: float) -> list[str]:
+    """:func:`stacked_ceiling`'s table: each head's best bound, chosen per head."""
+    ceiling = stacked_ceiling(wb, floor)
+    lines = [
+        "",
+        f"The ceiling at {floor:g} dB: each head's best bound over the windows and "
+        "thresholds above that hold the floor (chosen per head, an oracle):",
+        "",
+        "| set | head | every lever | w, (F,P), PSNR | ... over a dense array pairing small P | "
+        "Q K^T levers, small-P halves on P V | w, (F,P), PSNR |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for group, c in ceiling.items():
+        for head, h in c["heads"].items():
+            st, sm = h["attention_bound_stacked"], h["attention_bound_small"]
+            vd = f"{h['vs_dense_small']:.3f}x" if "vs_dense_small" in h else "-"
             lines.append(
-                f"| {group} | geomean (slowest) | {agg(c['attention_bound_stacked'])} | | {vd} | "
-                f"{agg(c['attention_bound_small'])} | |"
+                f"| {group} | {head} | {st[0]:.3f}x | {st[1]}, {fmt_thresholds(st[2])}, {st[3]:.1f} dB | "
+                f"{vd} | "
+                f"{sm[0]:.3f}x | {sm[1]}, {fmt_thresholds(sm[2])}, {sm[3]:.1f} dB |"
             )
-        fixed = fixed_ceiling(wb, floor)
-        lines += [
-            "",
-            "Every lever with one window and thresholds for every head (no oracle), the fastest on the tuning "
-            f"set that holds {floor:g} dB on every tuning head, and on every head of every set:",
-            "",
-            "| holds the floor on | w, (F,P) | set | every lever | heads at 2x | PSNR min | heads below the floor |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for name, f in fixed.items():
-            for group in (g for g in f if isinstance(f[g], dict)):
-                a = f[group]
-                lines.append(
-                    f"| {'the tuning set' if name == 'tuning' else 'every set'} | {f['w']}, "
-                    f"{fmt_thresholds(f['thresholds'])} | {group} | {a['geomean']:.3f}x ({a['min']:.3f}x) | "
-                    f"{a['at_least_2x']} of {a['heads']} | {a['psnr_min']:.1f} dB | {a['below_floor']} |"
-                )
-        cal = calibrated_ceiling(wb, floor)
-        lines += [
-            "",
-            f"Every lever as a deployed design would choose it: per head, the window and thresholds with the "
-            f"largest bound on its calibration head (the same layer, the other motion) at {floor:g} + "
-            f"{CALIBRATION_MARGIN:g} dB there:",
-            "",
-            "| set | head | every lever | w, (F,P), PSNR |",
-            "|---|---|---|---|",
-        ]
-        for group, g in cal.items():
-            for head, h in g["heads"].items():
-                lines.append(f"| {group} | {head} | {h[0]:.3f}x | {h[1]}, {fmt_thresholds(h[2])}, {h[3]:.1f} dB |")
-            if g["heads"]:
-                lines.append(
-                    f"| {group} | geomean (slowest) | {g['geomean']:.3f}x ({g['min']:.3f}x), {g['at_least_2x']} of "
-                    f"{len(g['heads'])} at 2x | PSNR min {g['psnr_min']:.1f} dB, {g['below_floor']} below the floor"
-                    + (f", {g['missing']} without a choice |" if g["missing"] else " |")
-                )
+
+        def agg(a: dict, n: int = len(c["heads"])) -> str:
+            return f"{a['geomean']:.3f}x ({a['min']:.3f}x), {a['at_least_2x']} of {n} at 2x"
+
+        vd = agg(c["vs_dense_small"]) if "vs_dense_small" in c else "-"
+        lines.append(
+            f"| {group} | geomean (slowest) | {agg(c['attention_bound_stacked'])} | | {vd} | "
+            f"{agg(c['attention_bound_small'])} | |"
+        )
+    return lines
+
+
+def _fixed_ceiling_lines(wb: list[dict], floor: float) -> list[str]:
+    """:func:`fixed_ceiling`'s table: one window and thresholds for every head."""
+    fixed = fixed_ceiling(wb, floor)
+    lines = [
+        "",
+        "Every lever with one window and thresholds for every head (no oracle), the fastest on the tuning "
+        f"set that holds {floor:g} dB on every tuning head, and on every head of every set:",
+        "",
+        "| holds the floor on | w, (F,P) | set | every lever | heads at 2x | PSNR min | heads below the floor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, f in fixed.items():
+        for group in (g for g in f if isinstance(f[g], dict)):
+            a = f[group]
+            lines.append(
+                f"| {'the tuning set' if name == 'tuning' else 'every set'} | {f['w']}, "
+                f"{fmt_thresholds(f['thresholds'])} | {group} | {a['geomean']:.3f}x ({a['min']:.3f}x) | "
+                f"{a['at_least_2x']} of {a['heads']} | {a['psnr_min']:.1f} dB | {a['below_floor']} |"
+            )
+    return lines
+
+
+def _calibrated_ceiling_lines(wb: list[dict], floor: float) -> list[str]:
+    """:func:`calibrated_ceiling`'s table: per head, the choice on its calibration head."""
+    cal = calibrated_ceiling(wb, floor)
+    lines = [
+        "",
+        f"Every lever as a deployed design would choose it: per head, the window and thresholds with the "
+        f"largest bound on its calibration head (the same layer, the other motion) at {floor:g} + "
+        f"{CALIBRATION_MARGIN:g} dB there:",
+        "",
+        "| set | head | every lever | w, (F,P), PSNR |",
+        "|---|---|---|---|",
+    ]
+    for group, g in cal.items():
+        for head, h in g["heads"].items():
+            lines.append(f"| {group} | {head} | {h[0]:.3f}x | {h[1]}, {fmt_thresholds(h[2])}, {h[3]:.1f} dB |")
+        if g["heads"]:
+            lines.append(
+                f"| {group} | geomean (slowest) | {g['geomean']:.3f}x ({g['min']:.3f}x), {g['at_least_2x']} of "
+                f"{len(g['heads'])} at 2x | PSNR min {g['psnr_min']:.1f} dB, {g['below_floor']} below the floor"
+                + (f", {g['missing']} without a choice |" if g["missing"] else " |")
+            )
     return lines
 
 
