@@ -20,6 +20,8 @@ baseline beside it: the same blocks and buffers with the
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -207,30 +209,45 @@ class KaleidoAttentionCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg, core = self._config, self._core
-        T, C, nb = core.tile_tokens, cfg.array_cols, self.blocks
-        bt, by, bx = core.tile
         m.submodules.feeder = feeder = self.feeder
         m.submodules.engine = engine = self.engine
-        m.submodules.softmax = softmax = self.softmax
-        m.submodules.pv = pv = self.pv
-        m.submodules.scaler = scaler = self.scaler
+        m.submodules.softmax = self.softmax
+        m.submodules.pv = self.pv
+        m.submodules.scaler = self.scaler
         wiring.connect(m, feeder.rq, wiring.flipped(self.rq))
         wiring.connect(m, wiring.flipped(self.rs), feeder.rs)
         wiring.connect(m, feeder.qk, engine.qk)
+        w = self._walks(m)
+        self._tags(m, w)
+        self._router(m, w)
+        self._reciprocals(m, w)
+        self._p_into_pv(m, w)
+        self._o_out(m, w)
+        self._controller(m, w)
+        return m
 
+    def _walks(self, m: Module) -> SimpleNamespace:
+        """The head's registers and the query and key box walks; returns
+        the namespace the other stages share."""
+        core = self._core
+        T = core.tile_tokens
         head = Signal(head_layout(core, self._fmt))
         plane = Signal(range(core.max_tokens + 1))
         grid = (head.t, head.h, head.w)
-        m.d.comb += [softmax.constant.eq(head.constant), engine.thresholds.eq(head.thresholds)]
+        m.d.comb += [self.softmax.constant.eq(head.constant), self.engine.thresholds.eq(head.thresholds)]
         qw = _BoxWalk(m, "q", core.tile, core.max_tokens, grid, plane)
         kw = _BoxWalk(m, "k", core.tile, core.max_tokens, grid, plane)
         q_rows = Signal(range(T + 1))
         m.d.comb += q_rows.eq(qw.ext[0] * qw.ext[1] * qw.ext[2])
         phase = Signal()  # 0: pass 1 (row maxima), 1: pass 2 (P, P V)
         q_par = Signal()  # the query box's parity: the r and token rows' bank
+        return SimpleNamespace(head=head, plane=plane, qw=qw, kw=kw, q_rows=q_rows, phase=phase, q_par=q_par)
 
-        # tiles in flight, in order: what the router needs of each S tile
+    def _tags(self, m: Module, w: SimpleNamespace) -> None:
+        """The tiles in flight, in order: what the router needs of each S
+        tile (``w.tags``, the FIFO; ``w.tag``, its head)."""
+        core = self._core
+        bt, by, bx = core.tile
         ext = data.ArrayLayout(range(max(bt, by, bx) + 1), 3)
         tag_layout = data.StructLayout(
             {"phase": 1, "first": 1, "final": 1, "par": 1, "q": ext, "k": ext, "origin": range(core.max_tokens)}
@@ -239,15 +256,23 @@ class KaleidoAttentionCore(wiring.Component):
         tag_in, tag = Signal(tag_layout), Signal(tag_layout)
         m.d.comb += [tags.w_data.eq(tag_in), tag.eq(tags.r_data)]
         m.d.comb += [
-            tag_in.phase.eq(phase),
-            tag_in.first.eq(kw.first),
-            tag_in.final.eq(kw.final),
-            tag_in.par.eq(q_par),
-            tag_in.origin.eq(qw.origin),
+            tag_in.phase.eq(w.phase),
+            tag_in.first.eq(w.kw.first),
+            tag_in.final.eq(w.kw.final),
+            tag_in.par.eq(w.q_par),
+            tag_in.origin.eq(w.qw.origin),
         ]
-        m.d.comb += [tag_in.q[a].eq(qw.ext[a]) for a in range(3)] + [tag_in.k[a].eq(kw.ext[a]) for a in range(3)]
+        m.d.comb += [tag_in.q[a].eq(w.qw.ext[a]) for a in range(3)] + [tag_in.k[a].eq(w.kw.ext[a]) for a in range(3)]
+        w.tags, w.tag = tags, tag
 
-        # ---- the router: the engine's padded S tile -> the softmax's segments
+    def _router(self, m: Module, w: SimpleNamespace) -> None:
+        """The engine's padded S tile -> the softmax's segments; each real
+        row's token into ``tokens`` (``w.tokens``, ``w.recips``: two banks
+        each, the query box's parity, read combinationally)."""
+        core, tag, tags = self._core, w.tag, w.tags
+        T = core.tile_tokens
+        bt, by, bx = core.tile
+        softmax = self.softmax
         it, iy, ix = Signal(range(bt), name="it"), Signal(range(by), name="iy"), Signal(range(bx), name="ix")
         jt, jy, jx = Signal(range(bt), name="jt"), Signal(range(by), name="jy"), Signal(range(bx), name="jx")
         k_row = Signal(range(T))  # the real row's index in the query box
@@ -261,7 +286,7 @@ class KaleidoAttentionCore(wiring.Component):
         real_col = (jt < tag.k[0]) & (jy < tag.k[1]) & (jx < tag.k[2])
         forward = real_row & real_col
         gate = tags.r_rdy & (~tag.phase | v_ready)
-        s_in = engine.s
+        s_in = self.engine.s
         beat = softmax.s.payload
         m.d.comb += [
             softmax.s.valid.eq(s_in.valid & gate & forward),
@@ -274,11 +299,10 @@ class KaleidoAttentionCore(wiring.Component):
             beat.first.eq(tag.first),
             beat.final.eq(tag.final),
         ]
-        # the token of each real row of a query box, and each row's r: two
-        # banks each (the query box's parity), read combinationally
         m.submodules.tokens = tokens = Memory(shape=range(core.max_tokens), depth=2 * T, init=[])
         m.submodules.recips = recips = Memory(shape=unsigned(self._fmt.recip_width), depth=2 * T, init=[])
         tok_w, rec_w = tokens.write_port(), recips.write_port()
+        w.rec_w = rec_w
         s_fire = s_in.valid & s_in.ready
         m.d.comb += [
             tok_w.addr.eq(Cat(k_row, tag.par)),
@@ -293,68 +317,89 @@ class KaleidoAttentionCore(wiring.Component):
                 with m.If(tag.phase):
                     m.d.sync += v_ready.eq(0)
             with m.Else():
-                with m.If(jx != bx - 1):
-                    m.d.sync += jx.eq(jx + 1)
-                with m.Else():
-                    m.d.sync += jx.eq(0)
-                    with m.If(jy != by - 1):
-                        m.d.sync += jy.eq(jy + 1)
-                    with m.Else():
-                        m.d.sync += jy.eq(0)
-                        with m.If(jt != bt - 1):
-                            m.d.sync += jt.eq(jt + 1)
-                        with m.Else():  # the row's last column: the next row
-                            m.d.sync += jt.eq(0)
-                            with m.If(real_row):
-                                m.d.sync += k_row.eq(k_row + 1)
-                            with m.If(ix != bx - 1):
-                                m.d.sync += [ix.eq(ix + 1), off.eq(off + 1)]
-                            with m.Else():
-                                m.d.sync += ix.eq(0)
-                                with m.If(iy != by - 1):
-                                    nxt = off_line + head.w
-                                    m.d.sync += [iy.eq(iy + 1), off_line.eq(nxt), off.eq(nxt)]
-                                with m.Else():
-                                    nxt = off_plane + plane
-                                    m.d.sync += [iy.eq(0), it.eq(it + 1), off_plane.eq(nxt), off_line.eq(nxt)]
-                                    m.d.sync += off.eq(nxt)
+                self._route_step(m, w, (it, iy, ix), (jt, jy, jx), (off, off_line, off_plane), k_row, real_row)
+        final_start = s_fire & tag.phase & tag.final & (it == 0) & (iy == 0) & (ix == 0) & (jt == 0)
+        final_start &= (jy == 0) & (jx == 0)
+        w.tokens, w.recips, w.v_ready, w.final_start = tokens, recips, v_ready, final_start
 
-        # ---- the reciprocals of the final key tile's rows
+    def _route_step(self, m: Module, w: SimpleNamespace, i: tuple, j: tuple, offs: tuple, k_row, real_row) -> None:
+        """The router's next S entry (``m.d.sync``; under a taken beat that
+        is not the tile's last): the next column, or the next row."""
+        bt, by, bx = self._core.tile
+        (it, iy, ix), (jt, jy, jx), (off, off_line, off_plane) = i, j, offs
+        with m.If(jx != bx - 1):
+            m.d.sync += jx.eq(jx + 1)
+        with m.Else():
+            m.d.sync += jx.eq(0)
+            with m.If(jy != by - 1):
+                m.d.sync += jy.eq(jy + 1)
+            with m.Else():
+                m.d.sync += jy.eq(0)
+                with m.If(jt != bt - 1):
+                    m.d.sync += jt.eq(jt + 1)
+                with m.Else():  # the row's last column: the next row
+                    m.d.sync += jt.eq(0)
+                    with m.If(real_row):
+                        m.d.sync += k_row.eq(k_row + 1)
+                    with m.If(ix != bx - 1):
+                        m.d.sync += [ix.eq(ix + 1), off.eq(off + 1)]
+                    with m.Else():
+                        m.d.sync += ix.eq(0)
+                        with m.If(iy != by - 1):
+                            nxt = off_line + w.head.w
+                            m.d.sync += [iy.eq(iy + 1), off_line.eq(nxt), off.eq(nxt)]
+                        with m.Else():
+                            nxt = off_plane + w.plane
+                            m.d.sync += [iy.eq(0), it.eq(it + 1), off_plane.eq(nxt), off_line.eq(nxt)]
+                            m.d.sync += off.eq(nxt)
+
+    def _reciprocals(self, m: Module, w: SimpleNamespace) -> None:
+        """The reciprocals of the final key tile's rows into ``recips``
+        (``w.r_rows``, ``w.r_count``: how many the query box has, and has
+        received)."""
+        T, softmax = self._core.tile_tokens, self.softmax
         r_par, r_rows, r_count = Signal(), Signal(range(T + 1)), Signal(range(T + 1))
         r_fire = softmax.r.valid & softmax.r.ready
         m.d.comb += [
             softmax.r.ready.eq(1),
-            rec_w.addr.eq(Cat(softmax.r.payload.row, r_par)),
-            rec_w.data.eq(softmax.r.payload.r),
-            rec_w.en.eq(r_fire),
+            w.rec_w.addr.eq(Cat(softmax.r.payload.row, r_par)),
+            w.rec_w.data.eq(softmax.r.payload.r),
+            w.rec_w.en.eq(r_fire),
         ]
-        final_start = s_fire & tag.phase & tag.final & (it == 0) & (iy == 0) & (ix == 0) & (jt == 0)
-        final_start &= (jy == 0) & (jx == 0)
-        with m.If(final_start):  # the final pass-2 tile of a query box begins
-            m.d.sync += [r_par.eq(tag.par), r_rows.eq(tag.q[0] * tag.q[1] * tag.q[2]), r_count.eq(0)]
+        with m.If(w.final_start):  # the final pass-2 tile of a query box begins
+            m.d.sync += [r_par.eq(w.tag.par), r_rows.eq(w.tag.q[0] * w.tag.q[1] * w.tag.q[2]), r_count.eq(0)]
         with m.Elif(r_fire):
             m.d.sync += r_count.eq(r_count + 1)
+        w.r_rows, w.r_count = r_rows, r_count
 
-        # ---- P into the P V stage (V rows first, from the controller)
-        p = softmax.p
+    def _p_into_pv(self, m: Module, w: SimpleNamespace) -> None:
+        """P into the P V stage, or (``w.v_phase``) the controller's V rows
+        first; a query box's last P waits for all its reciprocals."""
+        p, pv = self.softmax.p, self.pv
         v_phase = Signal()  # the controller drives the P V stage's input
-        hold_last = p.payload.final & p.payload.last & (p.payload.row == r_rows - 1) & (r_count != r_rows)
+        hold_last = p.payload.final & p.payload.last & (p.payload.row == w.r_rows - 1) & (w.r_count != w.r_rows)
         pv_in = pv.i.payload
         v_valid = Signal()
         m.d.comb += [
             pv.i.valid.eq(Mux(v_phase, v_valid, p.valid & ~hold_last)),
             p.ready.eq(~v_phase & pv.i.ready & ~hold_last),
             pv_in.p.eq(p.payload.values[0]),
-            pv_in.v.eq(feeder.v_data),
+            pv_in.v.eq(self.feeder.v_data),
         ]
+        w.v_phase, w.v_valid, w.pv_in = v_phase, v_valid, pv_in
 
-        # ---- O: the P V totals, scaled by their row's r, to the write port
+    def _o_out(self, m: Module, w: SimpleNamespace) -> None:
+        """O: the P V totals, scaled by their row's r, to the write port
+        (``w.o_rows``: the query boxes' parities and rows, in order;
+        ``w.w_fire``: a write taken)."""
+        cfg, T, C, nb = self._config, self._core.tile_tokens, self._config.array_cols, self.blocks
+        scaler = self.scaler
         m.submodules.o_rows = o_rows = SyncFIFO(width=1 + (T + 1).bit_length(), depth=2)
         o_count = Signal(range(T * nb + 1))
-        o = pv.o
+        o = self.pv.o
         o_par = o_rows.r_data[0]
         o_n = o_rows.r_data[1:]
-        rec_r, tok_r = recips.read_port(domain="comb"), tokens.read_port(domain="comb")
+        rec_r, tok_r = w.recips.read_port(domain="comb"), w.tokens.read_port(domain="comb")
         m.d.comb += [rec_r.addr.eq(Cat(o.payload.row, o_par)), tok_r.addr.eq(Cat(o.payload.row, o_par))]
         sin = scaler.i.payload
         m.d.comb += [
@@ -374,7 +419,7 @@ class KaleidoAttentionCore(wiring.Component):
                 m.d.sync += o_count.eq(o_count + 1)
         addr0 = Signal(ADDR_WIDTH)
         first_channel = Array(Const(c0, range(cfg.d)) for c0, _, _ in channel_blocks(cfg))
-        m.d.comb += addr0.eq(head.o_base + tok_r.data * cfg.d + first_channel[o.payload.group])
+        m.d.comb += addr0.eq(w.head.o_base + tok_r.data * cfg.d + first_channel[o.payload.group])
         addr1, addr2 = Signal(ADDR_WIDTH), Signal(ADDR_WIDTH)
         with m.If(scaler.i.ready):  # the scaler's two stages advance together
             m.d.sync += [addr1.eq(addr0), addr2.eq(addr1)]
@@ -385,103 +430,129 @@ class KaleidoAttentionCore(wiring.Component):
             self.wq.payload.data.eq(Cat(*scaler.o.payload.values)),
             self.wq.payload.count.eq(scaler.o.payload.count),
         ]
-        w_fire = self.wq.valid & self.wq.ready
+        w.o_rows, w.w_fire = o_rows, self.wq.valid & self.wq.ready
 
-        # ---- the controller: the walk over query and key boxes
-        o_left = Signal(range(core.max_tokens * nb + 1))  # O writes still to come
-        o_add = Signal.like(o_left)
-        m.d.sync += o_left.eq(o_left + o_add - w_fire)
+    def _controller(self, m: Module, w: SimpleNamespace) -> None:
+        """The walk over query and key boxes: the feeder's commands, the
+        V rows of each pass-2 key box, the O writes still to come, and the
+        cycle counter."""
+        core, nb, feeder = self._core, self.blocks, self.feeder
+        T = core.tile_tokens
+        bt, by, bx = core.tile
+        w.o_left = o_left = Signal(range(core.max_tokens * nb + 1))  # O writes still to come
+        w.o_add = o_add = Signal.like(o_left)
+        m.d.sync += o_left.eq(o_left + o_add - w.w_fire)
         fc = feeder.cmd.payload
-        for field, walk in (("q", qw), ("k", kw)):
+        for field, walk in (("q", w.qw), ("k", w.kw)):
             m.d.comb += [fc[field][name].eq(value) for name, value in walk.box().items()]
         m.d.comb += [
-            fc.q_base.eq(head.q_base),
-            fc.k_base.eq(head.k_base),
-            fc.v_base.eq(head.v_base),
-            fc.with_v.eq(phase),
-            fc.plane.eq(plane),
-            fc.row.eq(head.w),
+            fc.q_base.eq(w.head.q_base),
+            fc.k_base.eq(w.head.k_base),
+            fc.v_base.eq(w.head.v_base),
+            fc.with_v.eq(w.phase),
+            fc.plane.eq(w.plane),
+            fc.row.eq(w.head.w),
         ]
         # V rows of the key box, read from v_tile one cycle ahead
         vt, vy, vx = Signal(range(bt), name="vt"), Signal(range(by), name="vy"), Signal(range(bx), name="vx")
         v_word, v_line, v_plane = (Signal(range(T), name=n) for n in ("v_word", "v_line", "v_plane"))
         v_next = Signal(range(T))
         m.d.comb += [feeder.v_addr.eq(v_next), v_next.eq(v_word)]
-        v_last = (vt == kw.ext[0] - 1) & (vy == kw.ext[1] - 1) & (vx == kw.ext[2] - 1)
+        kw = w.kw
+        w.v_last = (vt == kw.ext[0] - 1) & (vy == kw.ext[1] - 1) & (vx == kw.ext[2] - 1)
+        w.v = SimpleNamespace(t=vt, y=vy, x=vx, word=v_word, line=v_line, plane=v_plane, next=v_next)
         cycles = Signal(32)
         m.d.comb += self.cycles.eq(cycles)
-
         with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.cmd.ready.eq(1)
-                with m.If(self.cmd.valid):
-                    m.d.sync += [head.eq(self.cmd.payload), cycles.eq(1), q_par.eq(1)]
-                    m.d.sync += qw.restart()
-                    m.next = "PLANE"
-            with m.State("PLANE"):
-                m.d.sync += plane.eq(head.h * head.w)
-                m.next = "QUERY"
-            with m.State("QUERY"):  # a new query box: its O writes, pass 1 from key box 0
-                m.d.comb += [o_rows.w_en.eq(o_rows.w_rdy), o_rows.w_data.eq(Cat(~q_par, q_rows))]
-                with m.If(o_rows.w_rdy):
-                    m.d.comb += o_add.eq(q_rows * nb)
-                    m.d.sync += [q_par.eq(~q_par), phase.eq(0)] + kw.restart()
-                    m.next = "ISSUE"
-            with m.State("ISSUE"):
-                m.d.comb += [feeder.cmd.valid.eq(tags.w_rdy), tags.w_en.eq(feeder.cmd.ready & tags.w_rdy)]
-                with m.If(feeder.cmd.ready & tags.w_rdy):
-                    with m.If(phase):
-                        m.next = "FEED"
-                    with m.Else():
-                        m.next = "NEXT"
-            with m.State("FEED"):
-                # the feeder has V once it is idle again; the P V stage takes
-                # a header once the previous pass-2 tile's P is all in, and
-                # this tile's V may be flagged (v_ready) once that tile's S
-                # is all read (its padding ends after its last P). With one
-                # S set both hold by then; with two the engine takes this
-                # tile's Q K, and the feeder is idle, while they still come
-                with m.If(feeder.cmd.ready & pv.fill_idle & ~v_ready):
-                    m.d.sync += [vt.eq(0), vy.eq(0), vx.eq(0), v_word.eq(0), v_line.eq(0), v_plane.eq(0)]
-                    m.next = "V_HEAD"
-            with m.State("V_HEAD"):
-                m.d.comb += [v_phase.eq(1), v_valid.eq(1)]
-                m.d.comb += [pv_in.t.eq(kw.ext[0]), pv_in.y.eq(kw.ext[1]), pv_in.x.eq(kw.ext[2])]
-                m.d.comb += [pv_in.rows.eq(q_rows), pv_in.first.eq(kw.first), pv_in.final.eq(kw.final)]
-                with m.If(pv.i.ready):
-                    m.next = "V_ROWS"
-            with m.State("V_ROWS"):
-                m.d.comb += [v_phase.eq(1), v_valid.eq(1)]
-                with m.If(pv.i.ready):
-                    with m.If(v_last):
-                        m.d.sync += v_ready.eq(1)
-                        m.next = "NEXT"
-                    with m.Elif(vx != kw.ext[2] - 1):
-                        m.d.sync += [vx.eq(vx + 1), v_word.eq(v_word + 1)]
-                        m.d.comb += v_next.eq(v_word + 1)
-                    with m.Elif(vy != kw.ext[1] - 1):
-                        m.d.sync += [vx.eq(0), vy.eq(vy + 1), v_line.eq(v_line + bx), v_word.eq(v_line + bx)]
-                        m.d.comb += v_next.eq(v_line + bx)
-                    with m.Else():
-                        nxt = v_plane + by * bx
-                        m.d.sync += [vx.eq(0), vy.eq(0), vt.eq(vt + 1), v_plane.eq(nxt), v_line.eq(nxt), v_word.eq(nxt)]
-                        m.d.comb += v_next.eq(nxt)
-            with m.State("NEXT"):
-                with m.If(~kw.final):
-                    kw.advance(m)
-                    m.next = "ISSUE"
-                with m.Elif(~phase):
-                    m.d.sync += [phase.eq(1)] + kw.restart()
-                    m.next = "ISSUE"
-                with m.Elif(~qw.final):
-                    qw.advance(m)
-                    m.next = "QUERY"
-                with m.Else():
-                    m.next = "DRAIN"
-            with m.State("DRAIN"):  # the last O writes
-                with m.If((o_left == 0) | ((o_left == 1) & w_fire)):
-                    m.next = "IDLE"
+            self._head_states(m, w, cycles)
+            self._pass_states(m, w)
         with m.If(~self.cmd.ready):
             m.d.sync += cycles.eq(cycles + 1)
         m.d.comb += self.busy.eq(~self.cmd.ready)
-        return m
+
+    def _head_states(self, m: Module, w: SimpleNamespace, cycles: Signal) -> None:
+        """IDLE (a head's command), PLANE, and QUERY (a new query box: its
+        O writes, pass 1 from key box 0)."""
+        with m.State("IDLE"):
+            m.d.comb += self.cmd.ready.eq(1)
+            with m.If(self.cmd.valid):
+                m.d.sync += [w.head.eq(self.cmd.payload), cycles.eq(1), w.q_par.eq(1)]
+                m.d.sync += w.qw.restart()
+                m.next = "PLANE"
+        with m.State("PLANE"):
+            m.d.sync += w.plane.eq(w.head.h * w.head.w)
+            m.next = "QUERY"
+        with m.State("QUERY"):
+            m.d.comb += [w.o_rows.w_en.eq(w.o_rows.w_rdy), w.o_rows.w_data.eq(Cat(~w.q_par, w.q_rows))]
+            with m.If(w.o_rows.w_rdy):
+                m.d.comb += w.o_add.eq(w.q_rows * self.blocks)
+                m.d.sync += [w.q_par.eq(~w.q_par), w.phase.eq(0)] + w.kw.restart()
+                m.next = "ISSUE"
+
+    def _pass_states(self, m: Module, w: SimpleNamespace) -> None:
+        """ISSUE (a key box's command to the feeder), FEED, V_HEAD, V_ROWS
+        (pass 2: the key box's V into the P V stage), NEXT (the next key
+        box, pass or query box) and DRAIN (the last O writes)."""
+        feeder, pv, kw, v = self.feeder, self.pv, w.kw, w.v
+        with m.State("ISSUE"):
+            m.d.comb += [feeder.cmd.valid.eq(w.tags.w_rdy), w.tags.w_en.eq(feeder.cmd.ready & w.tags.w_rdy)]
+            with m.If(feeder.cmd.ready & w.tags.w_rdy):
+                with m.If(w.phase):
+                    m.next = "FEED"
+                with m.Else():
+                    m.next = "NEXT"
+        with m.State("FEED"):
+            # the feeder has V once it is idle again; the P V stage takes
+            # a header once the previous pass-2 tile's P is all in, and
+            # this tile's V may be flagged (v_ready) once that tile's S
+            # is all read (its padding ends after its last P). With one
+            # S set both hold by then; with two the engine takes this
+            # tile's Q K, and the feeder is idle, while they still come
+            with m.If(feeder.cmd.ready & pv.fill_idle & ~w.v_ready):
+                m.d.sync += [v.t.eq(0), v.y.eq(0), v.x.eq(0), v.word.eq(0), v.line.eq(0), v.plane.eq(0)]
+                m.next = "V_HEAD"
+        with m.State("V_HEAD"):
+            pv_in = w.pv_in
+            m.d.comb += [w.v_phase.eq(1), w.v_valid.eq(1)]
+            m.d.comb += [pv_in.t.eq(kw.ext[0]), pv_in.y.eq(kw.ext[1]), pv_in.x.eq(kw.ext[2])]
+            m.d.comb += [pv_in.rows.eq(w.q_rows), pv_in.first.eq(kw.first), pv_in.final.eq(kw.final)]
+            with m.If(pv.i.ready):
+                m.next = "V_ROWS"
+        with m.State("V_ROWS"):
+            m.d.comb += [w.v_phase.eq(1), w.v_valid.eq(1)]
+            with m.If(pv.i.ready):
+                self._v_row_step(m, w)
+        with m.State("NEXT"):
+            with m.If(~kw.final):
+                kw.advance(m)
+                m.next = "ISSUE"
+            with m.Elif(~w.phase):
+                m.d.sync += [w.phase.eq(1)] + kw.restart()
+                m.next = "ISSUE"
+            with m.Elif(~w.qw.final):
+                w.qw.advance(m)
+                m.next = "QUERY"
+            with m.Else():
+                m.next = "DRAIN"
+        with m.State("DRAIN"):
+            with m.If((w.o_left == 0) | ((w.o_left == 1) & w.w_fire)):
+                m.next = "IDLE"
+
+    def _v_row_step(self, m: Module, w: SimpleNamespace) -> None:
+        """One V row taken: the key box's last (V ready, NEXT), or the next
+        row's ``v_tile`` word (read a cycle ahead: ``v.next``)."""
+        bt, by, bx = self._core.tile
+        kw, v = w.kw, w.v
+        with m.If(w.v_last):
+            m.d.sync += w.v_ready.eq(1)
+            m.next = "NEXT"
+        with m.Elif(v.x != kw.ext[2] - 1):
+            m.d.sync += [v.x.eq(v.x + 1), v.word.eq(v.word + 1)]
+            m.d.comb += v.next.eq(v.word + 1)
+        with m.Elif(v.y != kw.ext[1] - 1):
+            m.d.sync += [v.x.eq(0), v.y.eq(v.y + 1), v.line.eq(v.line + bx), v.word.eq(v.line + bx)]
+            m.d.comb += v.next.eq(v.line + bx)
+        with m.Else():
+            nxt = v.plane + by * bx
+            m.d.sync += [v.x.eq(0), v.y.eq(0), v.t.eq(v.t + 1), v.plane.eq(nxt), v.line.eq(nxt), v.word.eq(nxt)]
+            m.d.comb += v.next.eq(nxt)
