@@ -1,6 +1,6 @@
 """The output-stationary Kaleido PE array (spec sec. 7)."""
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.hdl import EnableInserter
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -29,10 +29,14 @@ class _Core(wiring.Component):
         m = Module()
         cfg = self._config
         R, C = cfg.array_rows, cfg.array_cols
+        # the beat register (BEAT_REGISTER): the dispatcher's operand
+        # select ends here, the PEs' multipliers start after it
+        beat = Signal(slot_layout(R, C), name="beat_reg")
+        m.d.sync += beat.eq(self.beat)
         m.submodules.skew = skew = Skew(R, C)
-        m.d.comb += [skew.ctl.eq(self.beat.ctl)]
-        m.d.comb += [skew.rows[r].eq(self.beat.rows[r]) for r in range(R)]
-        m.d.comb += [skew.cols[c].eq(self.beat.cols[c]) for c in range(C)]
+        m.d.comb += [skew.ctl.eq(beat.ctl)]
+        m.d.comb += [skew.rows[r].eq(beat.rows[r]) for r in range(R)]
+        m.d.comb += [skew.cols[c].eq(beat.cols[c]) for c in range(C)]
         pes = [[KaleidoPE(cfg) for _ in range(C)] for _ in range(R)]
         for r in range(R):
             for c in range(C):
@@ -62,8 +66,9 @@ class KaleidoArray(wiring.Component):
       is ``~hold``. A tile is delivered on a cycle with ``tiles[r][c].valid``
       and not ``hold``.
     * ``tiles[r][c]``: PE ``(r, c)``'s drain register: it pulses ``valid`` for
-      one cycle with its phase and value ``r + c + 2`` cycles after the
-      ``last`` beat was accepted (:attr:`tile_latency`).
+      one cycle with its phase and value ``r + c + 3`` cycles after the
+      ``last`` beat was accepted (:attr:`tile_latency`: the beat register,
+      the skew and hops, the PE's product and drain registers).
 
     One beat per cycle while beats flow; phases and passes stream back to
     back with no gap.
@@ -87,7 +92,7 @@ class KaleidoArray(wiring.Component):
 
     def tile_latency(self, r: int, c: int) -> int:
         """Cycles from accepting a ``last`` beat to PE ``(r, c)``'s tile
-        valid: :func:`kaleido.config.tile_latency`, ``r + c + 2``."""
+        valid: :func:`kaleido.config.tile_latency`, ``r + c + 3``."""
         return tile_latency(r, c)
 
     def elaborate(self, platform):

@@ -53,6 +53,7 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "o_accumulator": OAccumulator,  # lanes = array_cols, rows = CoreConfig().tile_tokens, channels = d
     "pv_tile": lambda cfg: PvTile(cfg, (2, 2, 4), 6),  # the block case's stage (kaleido.tb.pv_tile_cases)
     "dense_pv_array": DensePvArray,
+    "dense_pv_tile": lambda cfg: PvTile(cfg, (2, 2, 4), 6, variant="dense"),  # the dense core's, same case
     "dense_engine": DenseEngine,  # also takes grid= (an elaboration parameter)
     # the whole core and the dense core beside it (the same buffers but the
     # engine's and the P V array's; docs/CORE.md "The dense core"), CoreConfig()

@@ -44,6 +44,7 @@ __all__ = [
     "pivot_bits",
     "lfsr_steps",
     "PE_LATENCY",
+    "BEAT_REGISTER",
     "tile_latency",
     "s_bank",
     "s_bank_offset",
@@ -59,13 +60,20 @@ PRODUCT_BOUND = 1 << 14
 #: the accumulators (issue 20), then the drain register
 PE_LATENCY = 2
 
+#: cycles from the Kaleido array accepting a beat to its PEs' inputs: the
+#: beat register at the array's edge, which cuts the dispatcher's operand
+#: select (``PassDispatcher``, ``PvDispatcher``) from the PEs' multipliers,
+#: so each block's Fmax holds in the core. The dense array needs none: its
+#: operands already come from its feeder's shift registers.
+BEAT_REGISTER = 1
+
 
 def tile_latency(r: int, c: int) -> int:
     """Cycles from the Kaleido array accepting a ``last`` beat to PE ``(r,
-    c)``'s tile valid: the skew and the hops (``r + c``), then
-    :data:`PE_LATENCY`. The RTL (``KaleidoArray.tile_latency``) and the
-    cycle model both read it."""
-    return r + c + PE_LATENCY
+    c)``'s tile valid: the beat register (:data:`BEAT_REGISTER`), the skew
+    and the hops (``r + c``), then :data:`PE_LATENCY`. The RTL
+    (``KaleidoArray.tile_latency``) and the cycle model both read it."""
+    return r + c + BEAT_REGISTER + PE_LATENCY
 
 
 #: cycles from an entry leaving an accumulation-buffer bank's FIFO to its

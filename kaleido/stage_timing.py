@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from .checks import as_int8, check_grid, check_qk, check_split
-from .config import LFSR_SEED, KaleidoConfig, tile_latency
+from .config import BEAT_REGISTER, LFSR_SEED, KaleidoConfig, tile_latency
 from .encoding import Need, Phase
 from .golden.grouped import check_group_thresholds, class_histograms_grouped, grouped_follower_classes
 from .golden.loopnest import unit_order
@@ -374,6 +374,7 @@ def pv_timing(
         raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
     R, C = cfg.array_rows, cfg.array_cols
     drain = tile_latency(R - 1, C - 1)
+    dense_drain = drain - BEAT_REGISTER  # the dense MAC array has no beat register
     if small_p is not None:
         if p is None:
             raise ValueError("small_p needs p, the head's P operand")
@@ -403,7 +404,7 @@ def pv_timing(
     blocks = math.ceil(math.ceil(V.shape[0] / R) / arrays)
     return {
         "cycles": blocks * per_block + 1 + drain,
-        "dense_cycles": blocks * dense + 1 + drain,
+        "dense_cycles": blocks * dense + 1 + dense_drain,
         "beats": blocks * per_block,
         "dense_beats": blocks * dense,
     }

@@ -112,7 +112,10 @@ REPORT_DESIGNS = {
     "softmax": "softmax",
     "output_scaler": "output_scaler",
     "kaleido_array_set": "array_set",
+    "dispatched_array": "dispatched_array",
     "pv_tile": "pv_tile",
+    "pv_tile_pairs": "pv_tile",
+    "dense_pv_tile": "dense_pv_tile",
     "tile_softmax": "tile_softmax",
     "o_accumulator": "o_accumulator",
 }
@@ -128,8 +131,9 @@ def _array_set(config: KaleidoConfig) -> wiring.Component:
 LOCAL_DESIGNS: dict[str, Callable[[KaleidoConfig], wiring.Component]] = {"array_set": _array_set}
 
 #: the :data:`kaleido.config.DESIGNS` configuration of a block that is not
-#: ``one_array``'s (the default design's sixteen 1x1 arrays)
-BLOCK_CONFIGS = {"kaleido_array_set": "default"}
+#: ``one_array``'s (the default design's sixteen 1x1 arrays, its P V tile
+#: with small-P pairing)
+BLOCK_CONFIGS = {"kaleido_array_set": "default", "pv_tile_pairs": "default"}
 
 
 def block_config(name: str) -> KaleidoConfig:

@@ -381,14 +381,14 @@ MUTANTS = [
     Mutant(
         "core_feed_waits_for_p",
         "hdl/core.py",
-        "with m.If(feeder.cmd.ready & pv.fill_idle & ~v_ready):",
-        "with m.If(feeder.cmd.ready & ~v_ready):",
+        "with m.If(feeder.cmd.ready & pv.fill_idle & ~w.v_ready):",
+        "with m.If(feeder.cmd.ready & ~w.v_ready):",
         "core",
     ),
     Mutant(
         "core_feed_waits_for_s",
         "hdl/core.py",
-        "with m.If(feeder.cmd.ready & pv.fill_idle & ~v_ready):",
+        "with m.If(feeder.cmd.ready & pv.fill_idle & ~w.v_ready):",
         "with m.If(feeder.cmd.ready & pv.fill_idle):",
         "core",
     ),
@@ -396,8 +396,8 @@ MUTANTS = [
     Mutant(
         "core_ignores_thresholds",
         "hdl/core.py",
-        "m.d.comb += [softmax.constant.eq(head.constant), engine.thresholds.eq(head.thresholds)]",
-        "m.d.comb += [softmax.constant.eq(head.constant)]",
+        "m.d.comb += [self.softmax.constant.eq(head.constant), self.engine.thresholds.eq(head.thresholds)]",
+        "m.d.comb += [self.softmax.constant.eq(head.constant)]",
         "core",
     ),
     Mutant(
@@ -433,8 +433,8 @@ MUTANTS = [
     Mutant(
         "model_pv_tile_four_rows",  # issue 19: the old model, exact on 4-row arrays only
         "kaleido/model/pv.py",
-        "return tile_latency(r, config.array_cols - 1) - (PE_LATENCY",
-        "return tile_latency(r + config.array_rows - 4, config.array_cols - 1) - (PE_LATENCY",
+        "return r + config.array_cols - 1 + array_latency",
+        "return r + config.array_rows - 4 + config.array_cols - 1 + array_latency",
         "P V timing",
     ),
     Mutant(

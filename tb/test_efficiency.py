@@ -24,6 +24,11 @@ from kaleido.efficiency import (
 FMAX = {
     "kaleido_array": 80.0,
     "kaleido_array_set": 90.0,
+    "dispatched_array": 81.0,
+    "pv_tile": 86.0,
+    "pv_tile_pairs": 87.0,
+    "dense_pv_tile": 120.0,
+    "o_accumulator": 96.0,
     "detector": 150.0,
     "scheduler": 85.0,
     "matcher": 84.0,
@@ -83,13 +88,32 @@ def test_clock_is_the_slowest_block():
     assert core_clock("dense", f) == {
         "mhz": 82.0,
         "limited_by": "tile_softmax",
-        "blocks": {"baseline_array": 130.0, "tile_softmax": 82.0, "output_scaler": 95.0},
+        "blocks": {
+            "baseline_array": 130.0,
+            "dense_pv_tile": 120.0,
+            "tile_softmax": 82.0,
+            "output_scaler": 95.0,
+            "o_accumulator": 96.0,
+        },
     }
 
 
 def test_every_core_has_the_shared_blocks():
     for design, blocks in CORE_BLOCKS.items():
-        assert {"tile_softmax", "output_scaler"} <= set(blocks), design
+        assert {"tile_softmax", "output_scaler", "o_accumulator"} <= set(blocks), design
+
+
+def test_a_dispatcher_is_measured_with_the_array_it_drives():
+    """The pass dispatcher's operand select and the P V tile's reads drive
+    their arrays through logic, so each Kaleido core's clock includes the
+    block that holds both (a per-block Fmax alone would flatter it)."""
+    assert "kaleido_array_set" in CORE_BLOCKS["default"] and "pv_tile_pairs" in CORE_BLOCKS["default"]
+    for design in ("one_array", "paper"):
+        assert {"dispatched_array", "pv_tile"} <= set(CORE_BLOCKS[design]), design
+    assert "dense_pv_tile" in CORE_BLOCKS["dense"]
+    f = _figures()
+    slow = SynthFigures({**f.designs, "pv_tile": {"fmax_mhz": 40.0}}, f.core, f.source)
+    assert core_clock("one_array", slow) == {**core_clock("one_array", slow), "mhz": 40.0, "limited_by": "pv_tile"}
 
 
 @pytest.mark.parametrize(
@@ -108,7 +132,8 @@ def test_efficiency_figures():
     assert eff["throughput_per_area"]["core"] == pytest.approx(time / 1.5)
     assert eff["throughput_per_area"]["chip"] == pytest.approx(time / _paper_chip_ratio(2000))
     assert eff["energy_ratio"] == 0.9
-    assert eff["time_speedup_own_blocks"] == pytest.approx(1.5 * 80.0 / 130.0)  # the arrays, not the softmax
+    # own blocks: the Kaleido array (80) against the dense P V tile (120), not the softmax
+    assert eff["time_speedup_own_blocks"] == pytest.approx(1.5 * 80.0 / 120.0)
     assert "1.463x" in summary_line(eff)  # 1.5 x 80 / 82
     assert eff["area_method"] == {"kaleido": "flattened", "dense": "flattened"}
 

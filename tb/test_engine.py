@@ -295,12 +295,13 @@ def test_engine_model_pipeline():
     assert t.total == t.load + t.compute + t.output
     assert t.load == 2 * 32 * 5 and t.output == 32 * 32 + 1 and t.batches == 5 == len(W)
     assert t.schedule == sum(W) + 2 * len(W)
-    # the array's drain (R + C = 8 cycles to the last tile, issue 20), then one to see it
-    assert array_drain(cfg) == 4 + 4
+    # the array's drain (R + C + 1 = 9 cycles to the last tile: the beat
+    # register, the skew and hops, the product and drain registers), then one to see it
+    assert array_drain(cfg) == 4 + 4 + 1
     # then the drain, and longer while a bank works through its FIFO
-    assert t.compute >= t.passes + t.stall + t.held + 4 + 4 + 2
+    assert t.compute >= t.passes + t.stall + t.held + 4 + 4 + 1 + 2
     # later batches are scheduled behind the passes; each batch boundary waits for the drain
-    assert t.stall == W[0] + 2 + (4 + 4 + 1) * (len(W) - 1)
+    assert t.stall == W[0] + 2 + (array_drain(cfg) + 1) * (len(W) - 1)
     assert t.compute < t.passes + t.schedule  # the stages overlap
     # a head with one unit per group is scheduler-bound: the passes wait
     w1 = make_workload("random", (1, 2, 2), (1, 1, 1), 0)

@@ -258,7 +258,8 @@ def test_efficiency_core_area_both_ways():
     core's buffers as macros (here one 1 KB 64-bit 1r1w macro in the Kaleido
     core, two in the dense core) beside the same logic."""
     fmax = dict.fromkeys(("kaleido_array", "detector", "scheduler", "matcher", "pv_dispatcher"), 100.0)
-    fmax.update(tile_softmax=100.0, output_scaler=100.0, baseline_array=100.0)
+    fmax.update(tile_softmax=100.0, output_scaler=100.0, o_accumulator=100.0, baseline_array=100.0)
+    fmax.update(dispatched_array=100.0, pv_tile=100.0, dense_pv_tile=100.0)
     tr = {"baseline_array": 1000, "kaleido_array": 2000, "detector": 100, "scheduler": 200, "matcher": 50}
     designs = {n: {"fmax_mhz": f, "transistors": tr.get(n, 10)} for n, f in fmax.items()}
     buf = {"words": 128, "width": 64, "read_ports": 1, "write_ports": 1}

@@ -92,6 +92,7 @@ def test_make_verilog(tmp_path):
         "tile_softmax",
         "o_accumulator",
         "pv_tile",
+        "dense_pv_tile",
     }
     for f in files:
         text = open(f).read()

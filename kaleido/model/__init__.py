@@ -24,6 +24,7 @@ run_model``); the modules import each other bottom up, in the order above.
 
 from .core import attention_stages, core_cycles, load_cycles, tile_feed_cycles
 from .engine import (
+    DENSE_ARRAY_LATENCY,
     DENSE_FIRST_TAKE,
     DENSE_PE_LATENCY,
     ENGINE_MODEL_TOKENS,
@@ -63,6 +64,7 @@ __all__ = [
     "engine_tiles",
     "DenseEngineTiming",
     "dense_engine_cycles",
+    "DENSE_ARRAY_LATENCY",
     "DENSE_PE_LATENCY",
     "DENSE_FIRST_TAKE",
     "ENGINE_MODEL_TOKENS",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..checks import check_variant
-from ..config import PE_LATENCY, KaleidoConfig, SoftmaxFormat
-from .engine import DENSE_PE_LATENCY, dense_engine_cycles, engine_cycles
+from ..config import BEAT_REGISTER, PE_LATENCY, KaleidoConfig, SoftmaxFormat
+from .engine import DENSE_ARRAY_LATENCY, dense_engine_cycles, engine_cycles
 from .pv import PvSlots, pv_cycles, pv_tile_run, pv_tile_tail
 from .qk import ModelResult
 from .softmax import TILE_SOFTMAX_LATENCY, output_scaler_cycles, softmax_cycles
@@ -119,8 +119,8 @@ def core_cycles(
     ``variant="dense"``: the dense core (docs/CORE.md "The dense core"):
     each S tile takes :func:`dense_engine_cycles`, and every P V pair two
     beats (:func:`pv_tile_beats` with V's FULL threshold 9, never), on an
-    array whose drain is one cycle shorter (the MAC PE has no product
-    register).
+    array whose drain is one cycle shorter (no beat register: its operands
+    come from shift registers).
 
     With small-P pairing (``config.pv_pairs``, not the dense core) the P V
     stage's beats depend on P, so ``scales`` (the head's ``(q, k, v)``
@@ -159,7 +159,7 @@ class _CoreWalk:
         self.pv_config = config.replace(F=9, P=9, group_thresholds=None, pv_pairs=False) if dense else config
         if self.pv_config.pv_pairs and scales is None:
             raise ValueError("pv_pairs needs scales: with small-P pairing the P V stage's cycles depend on P")
-        self.pe_latency = DENSE_PE_LATENCY if dense else PE_LATENCY
+        self.array_latency = DENSE_ARRAY_LATENCY if dense else BEAT_REGISTER + PE_LATENCY
         T, H, W = (int(e) for e in grid)
         self.tt = core.tile_tokens
         self.bpr = config.d // core.port_bytes
@@ -278,7 +278,7 @@ class _CoreWalk:
         self.p_end, self.v_end = last_fill, end
         self.pv_ready = self.pv.free  # the next header: a free buffer, the fill done
         if final_k:
-            last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, self.config, self.pe_latency)
+            last_o = last_issue + run[1] + run[2] + pv_tile_tail(rows, self.config, self.array_latency)
             self.last_write = max(self.last_write, last_o + 2)
             if qi + 1 < len(self.boxes):
                 self.state += 1  # QUERY

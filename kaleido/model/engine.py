@@ -387,8 +387,12 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
 
 #: cycles from the dense array (``kaleido.hdl.baseline.DenseArray``)
 #: accepting a pass's last beat to PE ``(r, c)``'s tile: ``r + c`` (skew
-#: and hops), then the MAC PE's product and drain registers, as the Kaleido PE
+#: and hops), then the MAC PE's product and drain registers, as the Kaleido
+#: PE; no beat register (its operands come from the feeder's shift registers)
 DENSE_PE_LATENCY = PE_LATENCY
+#: the same from the array's edge: ``DENSE_PE_LATENCY`` (the Kaleido
+#: array's: ``BEAT_REGISTER + PE_LATENCY``)
+DENSE_ARRAY_LATENCY = DENSE_PE_LATENCY
 
 
 #: the dense engine's first pass is taken in its second RUN cycle (the

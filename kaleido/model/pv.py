@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..checks import check_positive
-from ..config import PE_LATENCY, KaleidoConfig, tile_latency
+from ..config import BEAT_REGISTER, PE_LATENCY, KaleidoConfig
 from ..loopnest import chunks
 from .slots import array_drain
 
@@ -42,7 +42,8 @@ def pv_cycles(
     """Exact cycles of :class:`~kaleido.hdl.pv_array.PvArray` for a head's
     P V with no stalls, from the first unit's transfer to the last tile,
     both counted: ``beats + 1 + array_drain`` (the detector's register,
-    then the array's drain, ``R + C``). Beats are :func:`kaleido.golden.pv.pv_pass_beats`'s:
+    then the array's drain, ``R + C + 1``; the dense array's ``R + C``).
+    Beats are :func:`kaleido.golden.pv.pv_pass_beats`'s:
     per query block of ``R`` rows, per block of ``C`` channels of a group,
     one per unpaired token and per pair FULL at every channel of the block,
     two per other pair. They do not depend on P or on the query block,
@@ -82,7 +83,7 @@ def pv_cycles(
         beats,
         beats + 1 + array_drain(config),
         dense_beats,
-        dense_beats + 1 + array_drain(config),
+        dense_beats + 1 + array_drain(config) - BEAT_REGISTER,  # the dense array has no beat register
         {"dense": ops["dense"], "oracle": ops["full_partial"], "hw": ops["full_only"]},
     )
 
@@ -187,17 +188,18 @@ PV_TILE_ISSUE = 3
 PV_TILE_TAIL = 4
 
 
-def pv_tile_tail(rows: int, config: KaleidoConfig, pe_latency: int = PE_LATENCY) -> int:
+def pv_tile_tail(rows: int, config: KaleidoConfig, array_latency: int = BEAT_REGISTER + PE_LATENCY) -> int:
     """Cycles from the P V tile stage's last array beat to its last total on
     ``o``: the query tile's last row is row ``r = (rows - 1) mod
     array_rows`` of its last pass, drained (deskewed to the last column)
-    at PE ``(r, C - 1)`` (:func:`kaleido.config.tile_latency`, the dense
-    array's PE ``pe_latency`` instead of :data:`PE_LATENCY`), then
+    at PE ``(r, C - 1)``, ``r + C - 1 + array_latency`` cycles later
+    (:func:`kaleido.config.tile_latency` on the Kaleido array; the dense
+    array's is :data:`~kaleido.model.engine.DENSE_ARRAY_LATENCY`), then
     :data:`PV_TILE_TAIL`. It depends on the row the last total comes from,
     not on how many rows the array has (issue 19: the model used to wait
     for the array's last row, exact on 4-row arrays only)."""
     r = (rows - 1) % config.array_rows
-    return tile_latency(r, config.array_cols - 1) - (PE_LATENCY - pe_latency) + PV_TILE_TAIL
+    return r + config.array_cols - 1 + array_latency + PV_TILE_TAIL
 
 
 def pv_tile_beats(V, shape, rows: int, config: KaleidoConfig | None = None, P=None) -> tuple[int, int]:

@@ -14,10 +14,10 @@ the two equal. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 * a phase costs ``max(1, slots)`` beats; passes stream back to back;
 * ``pass_gap`` idle beats per pass (1 for the RTL's single-buffered
   ``PassDispatcher``, plus 1 at the start; 0 for the bare array);
-* the last tile leaves ``tile_latency(R - 1, C - 1) = R + C`` cycles
+* the last tile leaves ``tile_latency(R - 1, C - 1) = R + C + 1`` cycles
   after the last beat's cycle starts (``kaleido.config.tile_latency``: the
-  skew, the hops and the PE's product and drain registers), so a stream of
-  ``n`` beats occupies ``n + R + C`` cycles;
+  beat register, the skew, the hops and the PE's product and drain
+  registers), so a stream of ``n`` beats occupies ``n + R + C + 1`` cycles;
 * passes are dealt to ``arrays`` arrays round-robin; the run ends with the
   slowest array; small arrays go through the shared queue
   (:mod:`kaleido.model.queue`).

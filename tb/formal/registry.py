@@ -10,7 +10,7 @@ from typing import Any
 
 from amaranth.lib import wiring
 
-from kaleido.config import CoreConfig, KaleidoConfig
+from kaleido.config import BEAT_REGISTER, CoreConfig, KaleidoConfig
 
 from .accumulation_buffer import AccumulationBufferSums, AccumulationBufferUnload
 from .array import ArrayDrain, ArraySetQueue
@@ -265,7 +265,7 @@ def _scheduler(config: KaleidoConfig) -> wiring.Component:
 _B = KaleidoConfig.one_array().batch
 
 
-_LAT = max(
+_LAT = BEAT_REGISTER + max(
     r + c for r in range(KaleidoConfig.one_array().array_rows) for c in range(KaleidoConfig.one_array().array_cols)
 )
 
@@ -281,10 +281,10 @@ _PV_BOUND = _pv_gaps()
 
 _PV_WHY = (
     "2x1 array, d = 3 (3 channel blocks), key tiles up to (2, 2, 2), 2 query rows, values zero. The smallest "
-    "query tile (a key tile of one token, one row) gives its last total 16 cycles after its first beat (the "
-    "model's pv_tile_cycles = 17; 19 with 2 rows): depth 20 checks every input sequence (any shapes, rows, "
+    "query tile (a key tile of one token, one row) gives its last total 17 cycles after its first beat (the "
+    "model's pv_tile_cycles = 18; 20 with 2 rows): depth 20 checks every input sequence (any shapes, rows, "
     "stalls on i and o) for 20 cycles, in which whole query tiles of one key token end (rows 1 and 2, with o "
-    "stalled up to 3 and 1 cycles) and larger ones are checked as far as they get. z3 needs about 100 s per "
+    "stalled up to 2 and 0 cycles) and larger ones are checked as far as they get. z3 needs about 100 s per "
     "step from step 18 on "
     "(the P V array's multipliers and the stage's row FIFO, memories as flip-flops)"
 )
@@ -421,7 +421,7 @@ PROOFS.update(
             mode="cover",
             depth=_LAT + 4,
             slow=True,
-            why="the last PE's first tile leaves tile_latency = 8 cycles from reset, a held one a cycle later",
+            why="the last PE's first tile leaves tile_latency = 9 cycles from reset, a held one a cycle later",
         ),
         "accumulation_buffer_stream": Proof(
             "accumulation_buffer_stream", lambda: AccumulationBufferUnload(_buffer(SMALL_BUFFER), SMALL_BUFFER)
@@ -583,7 +583,7 @@ PROOFS.update(
             mode="cover",
             depth=20,
             map_memories=True,
-            why="a total out: a query tile of one key token and one row ends 14 cycles after its first beat",
+            why="a total out: a query tile of one key token and one row ends 15 cycles after its first beat",
         ),
         "o_accumulator_flow": Proof(
             "o_accumulator_flow",
