@@ -13,6 +13,7 @@ import pytest
 
 from kaleido import KaleidoConfig
 from kaleido.cli import main as cli_main
+from kaleido.config import BEAT_REGISTER
 from kaleido.encoding import Need
 from kaleido.explore import (
     FLOOR,
