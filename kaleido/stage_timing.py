@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from .checks import as_int8, check_grid, check_qk, check_split
-from .config import BEAT_REGISTER, LFSR_SEED, KaleidoConfig, tile_latency
+from .config import LFSR_SEED, KaleidoConfig, tile_latency
 from .encoding import Need, Phase
 from .golden.grouped import check_group_thresholds, class_histograms_grouped, grouped_follower_classes
 from .golden.loopnest import unit_order
@@ -52,7 +52,7 @@ from .golden.ops import COSTS
 from .golden.passaware import pass_aware_order
 from .golden.pv import unit_full
 from .loopnest import batches, chunks, group_slices, unit_tags, units
-from .model import group_masks, need_table, output_scaler_cycles, pv_pair_block_beats, softmax_cycles
+from .model import dense_array_drain, group_masks, need_table, output_scaler_cycles, pv_pair_block_beats, softmax_cycles
 
 __all__ = [
     "ORDERS",
@@ -374,7 +374,7 @@ def pv_timing(
         raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
     R, C = cfg.array_rows, cfg.array_cols
     drain = tile_latency(R - 1, C - 1)
-    dense_drain = drain - BEAT_REGISTER  # the dense MAC array has no beat register
+    dense_drain = dense_array_drain(cfg)
     if small_p is not None:
         if p is None:
             raise ValueError("small_p needs p, the head's P operand")

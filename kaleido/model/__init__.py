@@ -48,7 +48,7 @@ from .pv import (
 )
 from .qk import ModelResult, check_arrays, linear_cycles, run_model, scheduler_cycles
 from .queue import block_phase_beats, iter_block_beats, queue_end, queue_ticks
-from .slots import VARIANTS, array_drain, group_masks, need_table, pass_phase_beats, stream_cycles
+from .slots import VARIANTS, array_drain, dense_array_drain, group_masks, need_table, pass_phase_beats, stream_cycles
 from .softmax import SOFTMAX_LATENCY, TILE_SOFTMAX_LATENCY, output_scaler_cycles, softmax_cycles, tile_softmax_cycles
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "run_model",
     "stream_cycles",
     "array_drain",
+    "dense_array_drain",
     "queue_ticks",
     "need_table",
     "EngineTiming",

@@ -39,11 +39,11 @@ import dataclasses
 import numpy as np
 
 from ..checks import check_qk
-from ..config import PE_LATENCY, RMW_LATENCY, KaleidoConfig, s_bank, tile_latency
+from ..config import RMW_LATENCY, KaleidoConfig, s_bank, tile_latency
 from ..loopnest import batches, dense_pass_beats
 from .qk import check_lockstep, run_scheduled, scheduled_batches
 from .queue import block_groups, block_phase_beats, queue_ticks
-from .slots import pass_phase_beats
+from .slots import DENSE_PE_LATENCY, pass_phase_beats
 
 #: largest head :func:`engine_cycles` lays out tile by tile
 ENGINE_MODEL_TOKENS = 4096
@@ -385,13 +385,8 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     )
 
 
-#: cycles from the dense array (``kaleido.hdl.baseline.DenseArray``)
-#: accepting a pass's last beat to PE ``(r, c)``'s tile: ``r + c`` (skew
-#: and hops), then the MAC PE's product and drain registers, as the Kaleido
-#: PE; no beat register (its operands come from the feeder's shift registers)
-DENSE_PE_LATENCY = PE_LATENCY
-#: the same from the array's edge: ``DENSE_PE_LATENCY`` (the Kaleido
-#: array's: ``BEAT_REGISTER + PE_LATENCY``)
+#: the dense array's latency from its edge: ``DENSE_PE_LATENCY`` (the
+#: Kaleido array's: ``BEAT_REGISTER + PE_LATENCY``)
 DENSE_ARRAY_LATENCY = DENSE_PE_LATENCY
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..checks import check_positive
 from ..config import BEAT_REGISTER, PE_LATENCY, KaleidoConfig
 from ..loopnest import chunks
-from .slots import array_drain
+from .slots import array_drain, dense_array_drain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +83,7 @@ def pv_cycles(
         beats,
         beats + 1 + array_drain(config),
         dense_beats,
-        dense_beats + 1 + array_drain(config) - BEAT_REGISTER,  # the dense array has no beat register
+        dense_beats + 1 + dense_array_drain(config),
         {"dense": ops["dense"], "oracle": ops["full_partial"], "hw": ops["full_only"]},
     )
 

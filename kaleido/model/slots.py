@@ -24,7 +24,7 @@ import functools
 
 import numpy as np
 
-from ..config import KaleidoConfig, tile_latency
+from ..config import PE_LATENCY, KaleidoConfig, tile_latency
 from ..encoding import TAGS, Need, Phase, array_need, pe_need
 
 #: paper variants: (scheduler, matcher)
@@ -55,6 +55,20 @@ def array_drain(config: KaleidoConfig) -> int:
     """Cycles from the array accepting its last beat to the last PE's tile
     valid: :func:`kaleido.config.tile_latency` of PE ``(R - 1, C - 1)``."""
     return tile_latency(config.array_rows - 1, config.array_cols - 1)
+
+
+#: cycles from the dense array (``kaleido.hdl.baseline.DenseArray``)
+#: accepting a pass's last beat to PE ``(r, c)``'s tile: ``r + c`` (skew
+#: and hops), then the MAC PE's product and drain registers, as the Kaleido
+#: PE; no beat register (its operands come from the feeder's shift registers)
+DENSE_PE_LATENCY = PE_LATENCY
+
+
+def dense_array_drain(config: KaleidoConfig) -> int:
+    """:func:`array_drain` of the dense MAC array of the same shape: ``R - 1
+    + C - 1 + DENSE_PE_LATENCY``, the Kaleido array's drain without its
+    beat register."""
+    return config.array_rows - 1 + config.array_cols - 1 + DENSE_PE_LATENCY
 
 
 def stream_cycles(beats: int, config: KaleidoConfig) -> int:
