@@ -219,8 +219,11 @@ class PvTile(wiring.Component):
                 Signal(range(self._rows + 1), name=f"rows{k}"),
                 Signal(name=f"first{k}"),
                 Signal(name=f"final{k}"),
+                Signal(range(plane_max + 1), name=f"plane{k}"),
             )
 
+        # a plane's words: H * (W rounded up to even), taken with the header
+        plane_max = self._tile[1] * (self._tile[2] + 1)
         slots = [header(k) for k in range(NB)]
         fslot = Signal(range(max(NB, 2)))
         rslot = Signal(range(max(NB, 2)))
@@ -228,13 +231,12 @@ class PvTile(wiring.Component):
         # the fill's own copy of its key tile's box and rows (its addresses)
         fT, fH, fW = (Signal(range(e + 1), name=f"f{n}") for e, n in zip(self._tile, ("T", "H", "W"), strict=True))
         f_rows = Signal(range(self._rows + 1))
-        fWe = Signal(range(self._tile[2] + 2))
-        m.d.comb += fWe.eq(fW + fW[0])
         # the running slot's header
         T, H, W = Signal.like(fT, name="T"), Signal.like(fH, name="H"), Signal.like(fW, name="W")
         n_rows = Signal.like(f_rows, name="n_rows")
         first_kt, final_kt = Signal(), Signal()
-        run_hdr = Cat(T, H, W, n_rows, first_kt, final_kt)
+        plane = Signal(range(plane_max + 1))
+        run_hdr = Cat(T, H, W, n_rows, first_kt, final_kt, plane)
         if NB == 1:
             m.d.comb += run_hdr.eq(Cat(*slots[0]))
         else:
@@ -244,8 +246,14 @@ class PvTile(wiring.Component):
         running = Signal()
         m.d.comb += running.eq(full.bit_select(rslot, 1) if NB > 1 else full[0])
 
-        def addr(t, y, x, h=H, we=We):
-            return (((t * h + y) * we + x) >> 1)[: max(1, (half - 1).bit_length())]
+        # a token's word: its linear index ``(t H + y) We + x`` (``We`` = W
+        # rounded up to even) halved; the walks keep the index in registers,
+        # stepped by adds (no multiplier between a walk and a buffer's address)
+        a_bits = max(1, (half - 1).bit_length())
+        lin_max = (self._tile[0] + 3) * (self._tile[1] + 2) * (self._tile[2] + 2)
+
+        def addr(lin):
+            return (lin >> 1)[:a_bits]
 
         def parity(t, y, x):
             return t[0] ^ y[0] ^ x[0]
@@ -263,7 +271,8 @@ class PvTile(wiring.Component):
         m.d.comb += self.fill_idle.eq(state == IDLE)
         take = self.i.valid & self.i.ready
         fbank = parity(ft, fy, fx)
-        faddr = addr(ft, fy, fx, fH, fWe)
+        f_lin = Signal(range(lin_max))  # (ft fH + fy) fWe + fx
+        faddr = addr(f_lin)
         for b in range(2):
             m.d.comb += [
                 v_wr[b].addr.eq(fslot * half + faddr),
@@ -275,7 +284,11 @@ class PvTile(wiring.Component):
             ]
 
         def step_fill():
-            m.d.sync += fx.eq(fx + 1)
+            m.d.sync += [fx.eq(fx + 1), f_lin.eq(f_lin + 1)]
+            with m.If(tok_end):
+                m.d.sync += f_lin.eq(0)
+            with m.Elif(fx_end):
+                m.d.sync += f_lin.eq(f_lin + 1 + fW[0])
             with m.If(fx_end):
                 m.d.sync += [fx.eq(0), fy.eq(fy + 1)]
                 with m.If(fy_end):
@@ -299,9 +312,13 @@ class PvTile(wiring.Component):
         along = Mux(axis == 0, wt + 1 < T, Mux(axis == 1, wy + 1 < H, wx + 1 < W))
         paired = Signal()
         m.d.comb += paired.eq(along)
-        ft_, fy_, fx_ = wt + (axis == 0), wy + (axis == 1), wx + (axis == 2)
         a_bank = parity(wt, wy, wx)
-        a_addr, f_addr = addr(wt, wy, wx), addr(ft_, fy_, fx_)
+        # the walk's linear index, and those of its row and plane starts
+        w_lin, w_row, w_plane = (Signal(range(lin_max), name=n) for n in ("w_lin", "w_row", "w_plane"))
+        step = Mux(axis == 0, plane, Mux(axis == 1, We, 1))  # to the unit's follower
+        a_addr, f_addr = addr(w_lin), addr(w_lin + step)
+        row_next = w_row + Mux(axis == 1, We << 1, We)
+        plane_next = w_plane + Mux(axis == 0, plane << 1, plane)
 
         real = ~exh & (uc < chunk)
         exh_next = exh | (real & w_last)
@@ -366,16 +383,18 @@ class PvTile(wiring.Component):
         with m.If(issue):
             m.d.sync += uc.eq(uc_next)
             with m.If(real):
-                m.d.sync += [wx.eq(nx)]
+                m.d.sync += [wx.eq(nx), w_lin.eq(w_lin + sx)]
                 with m.If(x_wrap):
-                    m.d.sync += [wx.eq(0), wy.eq(ny)]
+                    m.d.sync += [wx.eq(0), wy.eq(ny), w_lin.eq(row_next), w_row.eq(row_next)]
                     with m.If(y_wrap):
                         m.d.sync += [wy.eq(0), wt.eq(nt)]
+                        m.d.sync += [w_lin.eq(plane_next), w_row.eq(plane_next), w_plane.eq(plane_next)]
                 m.d.sync += exh.eq(exh_next)
             with m.If(pass_last):
                 m.d.sync += [uc.eq(0), pass_first.eq(0)]
                 with m.If(block_last):
                     m.d.sync += [wt.eq(0), wy.eq(0), wx.eq(0), exh.eq(0), pass_first.eq(1), rb.eq(rb + 1)]
+                    m.d.sync += [w_lin.eq(0), w_row.eq(0), w_plane.eq(0)]
                     with m.If(rb_last):
                         m.d.sync += [rb.eq(0), blk.eq(blk + 1)]
                     with m.If(run_last):
@@ -391,7 +410,7 @@ class PvTile(wiring.Component):
         with m.If(take):
             with m.Switch(state):
                 with m.Case(IDLE):
-                    for k, (sT, sH, sW, s_rows, s_first, s_final) in enumerate(slots):
+                    for k, (sT, sH, sW, s_rows, s_first, s_final, s_plane) in enumerate(slots):
                         with m.If(fslot == k):
                             m.d.sync += [
                                 sT.eq(beat.t),
@@ -400,6 +419,7 @@ class PvTile(wiring.Component):
                                 s_rows.eq(beat.rows),
                                 s_first.eq(beat.first),
                                 s_final.eq(beat.final),
+                                s_plane.eq(beat.y * (beat.x + beat.x[0])),
                             ]
                     m.d.sync += [
                         fT.eq(beat.t),
@@ -409,6 +429,7 @@ class PvTile(wiring.Component):
                         ft.eq(0),
                         fy.eq(0),
                         fx.eq(0),
+                        f_lin.eq(0),
                         state.eq(VFILL),
                     ]
                 with m.Case(VFILL):

@@ -56,7 +56,8 @@ def reference(w, grid, config, core, thresholds=None) -> tuple:
     return ref, model, dense, energy
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """:func:`main`'s arguments."""
     ap = argparse.ArgumentParser(description="Kaleido attention core demo (cocotb)")
     ap.add_argument(
         "--sim", default="verilator", help=f"one of {', '.join(SIMULATORS)} (default: verilator, the faster)"
@@ -99,11 +100,17 @@ def main(argv=None) -> int:
         default=None,
         help="S tiles in the Q K^T engine: 2 (default) reads one while the next computes; 1 is the first core's",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _head(args: argparse.Namespace) -> tuple:
+    """The result's path (an earlier result removed), then the head from
+    the arguments, checked before anything is emitted or built: ``(path,
+    grid, config, sub_arrays, thresholds, core, tokens, workload)``; a bad
+    argument stops with its message."""
     from kaleido.config import DESIGNS, PRESETS, CoreConfig, KaleidoConfig
     from kaleido.golden.workloads import synthetic_video
     from kaleido.hdl.core import check_core_input
-    from kaleido.tb.core_io import head_thresholds, run_core
 
     out_dir = pathlib.Path("build") / "sim"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,6 +152,11 @@ def main(argv=None) -> int:
         check_core_input(w.q, w.k, w.v, grid, config.split, config, core)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
+    return result_path, grid, config, sub, thresholds, core, n, w
+
+
+def _announce(args: argparse.Namespace, n: int, grid, config, sub, thresholds, core) -> str:
+    """Print the head and how it runs; the harness (``"binary"`` or ``"cocotb"``)."""
     arrays = "one 4x4 array" if sub is None else f"{config.n_arrays} {sub[0]}x{sub[1]} arrays"
     arrays += "; P V pairs small P" if config.pv_pairs else ""
     arrays += f"; thresholds {thresholds} at run time" if thresholds else ""
@@ -161,6 +173,14 @@ def main(argv=None) -> int:
         "the golden and cycle models run beside it",
         flush=True,
     )
+    return harness
+
+
+def _simulate(args: argparse.Namespace, w, grid, config, core, thresholds, harness: str) -> tuple:
+    """Run the head on the simulator, the models (:func:`reference`) beside
+    it: ``(res, ref, model, dense, energy_ratio, wall)``."""
+    from kaleido.tb.core_io import run_core
+
     t0 = time.time()
     with ProcessPoolExecutor(1) as pool:  # the models on the second core while the simulator runs
         models = pool.submit(reference, w, grid, config, core, thresholds)
@@ -176,10 +196,13 @@ def main(argv=None) -> int:
             "emitting, building (none if unchanged) and starting the simulator",
             flush=True,
         )
-    if res["failed"] or "o" not in res:
-        print(f"the simulation FAILED, see {res['build_dir']}", file=sys.stderr)
-        return 1
-    exact = bool(np.array_equal(res["o"], ref))
+    return res, ref, model, dense, energy_ratio, wall
+
+
+def _result(args, n: int, grid, config, thresholds, res: dict, model, dense, energy_ratio, wall, exact: bool) -> dict:
+    """``build/sim/result.json``'s entries."""
+    from kaleido.tb.core_io import head_thresholds
+
     result = {
         "tokens": n,
         "grid": list(grid),
@@ -201,7 +224,11 @@ def main(argv=None) -> int:
     if "cxx" in res:  # the plain binary's C++ compiler
         result["cxx"] = res["cxx"]
     result["efficiency"] = design_efficiency(config.design, dense / res["cycles"], energy_ratio)
-    result_path.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def _report(args, result_path: pathlib.Path, result: dict, res: dict, model, dense, exact: bool) -> None:
+    """Print the comparison with the models, the efficiency and the waveform."""
     print(f"  O bit-exact against the golden model: {'yes' if exact else 'NO'}")
     print(f"  core cycles      {res['cycles']:>12,}")
     print(f"  model cycles     {model:>12,}  ({'equal' if model == res['cycles'] else 'DIFFERENT'})")
@@ -215,6 +242,22 @@ def main(argv=None) -> int:
             pathlib.Path(res["build_dir"]).glob("*.vcd")
         )
         print(f"  waveform: {waves[0] if waves else 'not written (see ' + res['build_dir'] + ')'}")
+
+
+def main(argv=None) -> int:
+    """``make sim`` (the module's docstring): 0 when O is bit-exact and the
+    core's cycles are the cycle model's."""
+    args = _parser().parse_args(argv)
+    result_path, grid, config, sub, thresholds, core, n, w = _head(args)
+    harness = _announce(args, n, grid, config, sub, thresholds, core)
+    res, ref, model, dense, energy_ratio, wall = _simulate(args, w, grid, config, core, thresholds, harness)
+    if res["failed"] or "o" not in res:
+        print(f"the simulation FAILED, see {res['build_dir']}", file=sys.stderr)
+        return 1
+    exact = bool(np.array_equal(res["o"], ref))
+    result = _result(args, n, grid, config, thresholds, res, model, dense, energy_ratio, wall, exact)
+    result_path.write_text(json.dumps(result, indent=2) + "\n")
+    _report(args, result_path, result, res, model, dense, exact)
     return 0 if exact and model == res["cycles"] else 1
 
 

@@ -26,15 +26,15 @@ CONFIGS = {
 WALK = [(1, [(2, 2, 4)]), (6, [(1, 2, 3), (2, 1, 4), (2, 2, 4)]), (3, [(2, 2, 1)]), (5, [(1, 1, 1), (2, 2, 3)])]
 
 
-def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None, small=None):
+def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None, small=None, tile=TILE):
     """One walk through the stage: expected and RTL totals, RTL and model
     cycles. ``small``: P mostly below 16 (default: with ``pv_pairs``)."""
     rng = np.random.default_rng(seed)
     small = cfg.pv_pairs if small is None else small
     qts = [[random_key_tile(rng, s, rows, cfg.d, source, small_p=small) for s in shapes] for rows, shapes in walk]
-    ins, expected = pv_tile_words(cfg, TILE, 6, qts)
+    ins, expected = pv_tile_words(cfg, tile, 6, qts)
     bench = lambda be: stream_bench(be, ins, in_stall=stalls[0], out_stall=stalls[1], seed=seed, drain=2000)
-    got, cycles = simulate(PvTile(cfg, TILE, 6, buffers=buffers), bench)
+    got, cycles = simulate(PvTile(cfg, tile, 6, buffers=buffers), bench)
     model = pv_tile_cycles([(kts[0][1].shape[0], [(V, s, P) for s, P, V in kts]) for kts in qts], cfg, buffers)
     return expected, got, cycles, model
 
@@ -44,6 +44,21 @@ def _run(cfg, walk, seed, stalls=("none", "none"), source="random", buffers=None
 #: batch 16 (8 units a pass): a key tile's last units may be two-beat pairs
 WIDE = KaleidoConfig.one_array(batch=16, split=(16, 16, 16))
 RUN_BOUND = [(6, [(1, 1, 2), (2, 2, 2), (2, 1, 4)]), (2, [(1, 1, 1), (2, 2, 4), (2, 2, 3), (2, 1, 1)])]
+
+
+#: key tiles of 3 and 4 rows and planes: a walk paired along y or t steps
+#: two rows or planes and wraps inside the box (the addresses' row and plane
+#: strides); odd widths leave the rounded-up word of each row unused
+TALL_TILE = (4, 4, 4)
+TALL = [(5, [(4, 4, 3), (3, 3, 4), (4, 4, 4)]), (2, [(3, 4, 1), (2, 3, 2)])]
+
+
+def test_tall_key_tiles_are_exact(seed):
+    """Key tiles taller than two rows and planes: bit-exact and exactly
+    :func:`pv_tile_cycles` on every channel group's axis."""
+    expected, got, cycles, model = _run(CONFIGS["b16"], TALL, seed, tile=TALL_TILE)
+    assert got == expected, f"seed {seed}"
+    assert cycles == model, f"seed {seed}: RTL {cycles} cycles, model {model}"
 
 
 @pytest.mark.parametrize("case", ["fill_bound", "run_bound"])
