@@ -486,8 +486,7 @@ class CoreConfig:
         ``"spill"`` writes the first pass's S tiles to external memory
         (``s_bytes`` per score) and reads them back, modelled by the golden
         model's traffic count only (the core and ``core_cycles`` reject
-        it). Same values either way (docs/CORE.md: pass 2 is bound by
-        ``P V``, so spilling would save about 3 % of the core's cycles).
+        it). Same values either way.
     pv_buffers : int
         Key tiles the P V stage's P and V buffers hold: 2 (the default)
         fills the next key tile while the current one's passes run; 1 is

@@ -7,7 +7,7 @@ both cores (one core's wall time, ``time.perf_counter``) and writes
 ``build/bench/core_model.json``: the cycles, the seconds, the distinct
 tile pairs the Kaleido core's model lays out (one ``engine_cycles`` each)
 and, from the seconds a pair, the projected time of a 32,768-token head
-with the same tile (docs/CORE.md, "Next", item 7).
+with the same tile (docs/CORE.md, "Cycles").
 """
 
 from __future__ import annotations

@@ -626,8 +626,8 @@ def built_candidates(base: list[Candidate]) -> list[Candidate]:
             family="built",
             pv_shape=(4, 4),
             rtl="yes",
-            area="the core with sub_arrays=(1, 1): 4,713,288 logic transistors against the default core's "
-            "4,164,328 (docs/CORE.md, make synth --cores)",
+            area="the core with sub_arrays=(1, 1): the default design's core; its transistors against "
+            "one_array's in docs/SYNTH_TABLE.md (make synth)",
             note="the core as built with KaleidoConfig(sub_arrays=(1, 1)): Q K^T on 16 1x1 arrays behind a "
             "shared pass queue, P V on the one 4x4 PvArray",
         )

@@ -354,9 +354,9 @@ def pv_tile_cycles(walk, config: KaleidoConfig | None = None, buffers: int | Non
     before it enters the dispatcher), so the last unit issues ``B - b +
     PV_TILE_ISSUE - 1`` cycles after the last fill beat and ``i`` takes the
     next key tile's header the cycle after. The final key tile's last
-    total leaves ``b + r + C + 1 + PV_TILE_TAIL`` cycles after its last unit
+    total leaves ``b + r + C + 2 + PV_TILE_TAIL`` cycles after its last unit
     issues, ``r = (rows - 1) mod array_rows`` the row of the pass it comes
-    from (``r + C + 1``: ``tile_latency(r, C - 1)``, the drain of that row;
+    from (``r + C + 2``: ``tile_latency(r, C - 1)``, the drain of that row;
     row ``r`` of a pass drains ``r`` cycles after row 0, whatever the
     array's rows).
     Checked equal to the RTL in ``tb/test_pv_tile.py``."""
