@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import pathlib
 import time
@@ -41,15 +40,11 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 
 from ..config import DESIGNS, CoreConfig, KaleidoConfig
-from .memories import MACRO_MIN_WORDS, classify_memories, select_name
+from .memories import MACRO_MIN_WORDS, classify_memories, macro_synth
 from .tools import (
     LOGIC_STEPS,
     failure_entry,
     flip_flop_count,
-    logic_stats,
-    read_commands,
-    run_tool,
-    tool_path,
     tool_version,
     work_dir,
 )
@@ -145,36 +140,7 @@ def synth_core(
         text = verilog.convert(dut, name=top, emit_src=False)
     with open(os.path.join(work, "design.v"), "w") as f:
         f.write(text)
-    yosys = tool_path("yosys")
-    run_tool(
-        [
-            yosys,
-            "-p",
-            f"{read_commands('design.v', top)} synth -flatten -top {top} -run begin:fine; delete t:$scopeinfo; "
-            "write_rtlil coarse.il; select t:$mem_v2; write_json -selected mems.json",
-        ],
-        work,
-        "coarse.log",
-    )
-    with open(os.path.join(work, "mems.json")) as f:
-        buffers, logic = classify_memories(json.load(f), top, min_words)
-    with open(os.path.join(work, "macros.ys"), "w") as f:
-        if buffers:
-            f.write("chtype -set sram_macro " + " ".join(select_name(n, top) for n in buffers) + "\n")
-    run_tool(
-        [
-            yosys,
-            "-p",
-            f"read_rtlil coarse.il; script macros.ys; synth -top {top} -run fine:check; {LOGIC_STEPS}",
-        ],
-        work,
-        "logic.log",
-    )
-    cells, transistors, gate_depth = logic_stats(work, top)
-    macros = cells.pop("sram_macro", 0)
-    if macros != len(buffers):
-        raise RuntimeError(f"{name}: {len(buffers)} buffers chosen but {macros} sram_macro cells left after synth")
-    os.remove(os.path.join(work, "coarse.il"))  # tens of MB, and read back by nothing
+    cells, transistors, gate_depth, buffers, logic = macro_synth(work, "design.v", top, min_words, True)
     return {
         "cells": sum(cells.values()),
         "flip_flops": flip_flop_count(cells),

@@ -214,41 +214,16 @@ def synth_module(source: str, work: str, children: list[str]) -> dict:
     ``cells`` and ``flip_flops`` without the children's instances and the
     macros, ``transistors``, ``gate_depth``, ``buffers``,
     ``logic_memory_bits``, ``seconds``."""
-    from .memories import MACRO_MIN_WORDS, classify_memories, select_name
-    from .tools import LOGIC_STEPS, flip_flop_count, logic_stats, read_commands, run_tool, tool_path, work_dir
+    from .memories import MACRO_MIN_WORDS, macro_synth
+    from .tools import flip_flop_count, work_dir
 
     t0 = time.time()
     work_dir(os.path.dirname(work) or ".", os.path.basename(work), ("mems.json", "macros.ys", "generic_stat.json"))
     with open(os.path.join(work, "module.v"), "w") as f:
         f.write(source)
-    yosys = tool_path("yosys")
-    run_tool(
-        [
-            yosys,
-            "-p",
-            f"{read_commands('module.v', TOP)} synth -top {TOP} -run begin:fine; delete t:$scopeinfo; "
-            "write_rtlil coarse.il; select t:$mem_v2; write_json -selected mems.json",
-        ],
-        work,
-        "coarse.log",
-    )
-    with open(os.path.join(work, "mems.json")) as f:
-        buffers, logic = classify_memories(json.load(f), TOP, MACRO_MIN_WORDS)
-    with open(os.path.join(work, "macros.ys"), "w") as f:
-        if buffers:
-            f.write("chtype -set sram_macro " + " ".join(select_name(n, TOP) for n in buffers) + "\n")
-    run_tool(
-        [yosys, "-p", f"read_rtlil coarse.il; script macros.ys; synth -top {TOP} -run fine:check; {LOGIC_STEPS}"],
-        work,
-        "logic.log",
-    )
-    cells, transistors, gate_depth = logic_stats(work, TOP)
-    macros = cells.pop("sram_macro", 0)
-    if macros != len(buffers):
-        raise RuntimeError(f"{work}: {len(buffers)} buffers chosen but {macros} sram_macro cells after synth")
+    cells, transistors, gate_depth, buffers, logic = macro_synth(work, "module.v", TOP, MACRO_MIN_WORDS, False)
     for child in set(children):
         cells.pop(child, None)
-    os.remove(os.path.join(work, "coarse.il"))
     return {
         "cells": sum(cells.values()),
         "flip_flops": flip_flop_count(cells),

@@ -4,7 +4,10 @@ flows (:mod:`kaleido.synth.core`, :mod:`kaleido.synth.hier`)."""
 
 from __future__ import annotations
 
-__all__ = ["MACRO_MIN_WORDS", "classify_memories", "select_name"]
+import json
+import os
+
+__all__ = ["MACRO_MIN_WORDS", "classify_memories", "macro_synth", "select_name"]
 
 #: a memory of at least this many words is a buffer (an SRAM macro); fewer
 #: is a FIFO's or a pipeline's storage, built from flip-flops
@@ -55,3 +58,43 @@ def classify_memories(mems: dict, top: str, min_words: int = MACRO_MIN_WORDS) ->
 def select_name(name: str, top: str) -> str:
     """A Yosys selection of cell ``name`` of module ``top``."""
     return f"{top}/" + name.replace("\\", "\\\\").replace("$", "\\$").replace(" ", "\\ ")
+
+
+def macro_synth(work: str, source: str, top: str, min_words: int, flatten: bool) -> tuple[dict, int, int, dict, dict]:
+    """The logic of ``source`` (Verilog file name in ``work``, module
+    ``top``) with its buffers as SRAM macros: Yosys up to ``memory
+    -nomap`` (``-flatten`` or not), every memory of at least ``min_words``
+    words a black-box ``sram_macro``, then the rest of ``synth`` and the
+    transistor steps. Returns ``(cells, transistors, gate_depth, buffers,
+    logic)``, the macro cells removed from ``cells`` and checked against
+    ``buffers`` (the memories left to logic are ``logic``)."""
+    from .tools import LOGIC_STEPS, logic_stats, read_commands, run_tool, tool_path
+
+    yosys = tool_path("yosys")
+    flat = "-flatten " if flatten else ""
+    run_tool(
+        [
+            yosys,
+            "-p",
+            f"{read_commands(source, top)} synth {flat}-top {top} -run begin:fine; delete t:$scopeinfo; "
+            "write_rtlil coarse.il; select t:$mem_v2; write_json -selected mems.json",
+        ],
+        work,
+        "coarse.log",
+    )
+    with open(os.path.join(work, "mems.json")) as f:
+        buffers, logic = classify_memories(json.load(f), top, min_words)
+    with open(os.path.join(work, "macros.ys"), "w") as f:
+        if buffers:
+            f.write("chtype -set sram_macro " + " ".join(select_name(n, top) for n in buffers) + "\n")
+    run_tool(
+        [yosys, "-p", f"read_rtlil coarse.il; script macros.ys; synth -top {top} -run fine:check; {LOGIC_STEPS}"],
+        work,
+        "logic.log",
+    )
+    cells, transistors, gate_depth = logic_stats(work, top)
+    macros = cells.pop("sram_macro", 0)
+    if macros != len(buffers):
+        raise RuntimeError(f"{work}: {len(buffers)} buffers chosen but {macros} sram_macro cells left after synth")
+    os.remove(os.path.join(work, "coarse.il"))  # tens of MB, and read back by nothing
+    return cells, transistors, gate_depth, buffers, logic
