@@ -44,7 +44,6 @@ from .memories import MACRO_MIN_WORDS, classify_memories, macro_synth
 from .tools import (
     LOGIC_STEPS,
     failure_entry,
-    flip_flop_count,
     tool_version,
     work_dir,
 )
@@ -140,17 +139,9 @@ def synth_core(
         text = verilog.convert(dut, name=top, emit_src=False)
     with open(os.path.join(work, "design.v"), "w") as f:
         f.write(text)
-    cells, transistors, gate_depth, buffers, logic = macro_synth(work, "design.v", top, min_words, True)
-    return {
-        "cells": sum(cells.values()),
-        "flip_flops": flip_flop_count(cells),
-        "transistors": transistors,
-        "gate_depth": gate_depth,
-        "buffers": {n.lstrip("\\"): b for n, b in sorted(buffers.items())},
-        "buffer_bits": sum(b["bits"] for b in buffers.values()),
-        "logic_memory_bits": sum(b["bits"] for b in logic.values()),
-        "seconds": round(time.time() - t0, 1),
-    }
+    figures = macro_synth(work, "design.v", top, min_words, True)
+    buffer_bits = sum(b["bits"] for b in figures["buffers"].values())
+    return {**figures, "buffer_bits": buffer_bits, "seconds": round(time.time() - t0, 1)}
 
 
 def _area_data(data_path=None) -> dict:

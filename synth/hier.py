@@ -215,24 +215,14 @@ def synth_module(source: str, work: str, children: list[str]) -> dict:
     macros, ``transistors``, ``gate_depth``, ``buffers``,
     ``logic_memory_bits``, ``seconds``."""
     from .memories import MACRO_MIN_WORDS, macro_synth
-    from .tools import flip_flop_count, work_dir
+    from .tools import work_dir
 
     t0 = time.time()
     work_dir(os.path.dirname(work) or ".", os.path.basename(work), ("mems.json", "macros.ys", "generic_stat.json"))
     with open(os.path.join(work, "module.v"), "w") as f:
         f.write(source)
-    cells, transistors, gate_depth, buffers, logic = macro_synth(work, "module.v", TOP, MACRO_MIN_WORDS, False)
-    for child in set(children):
-        cells.pop(child, None)
-    return {
-        "cells": sum(cells.values()),
-        "flip_flops": flip_flop_count(cells),
-        "transistors": transistors,
-        "gate_depth": gate_depth,
-        "buffers": {n.lstrip("\\"): b for n, b in sorted(buffers.items())},
-        "logic_memory_bits": sum(b["bits"] for b in logic.values()),
-        "seconds": round(time.time() - t0, 1),
-    }
+    figures = macro_synth(work, "module.v", TOP, MACRO_MIN_WORDS, False, children)
+    return {**figures, "seconds": round(time.time() - t0, 1)}
 
 
 def _instance_paths(mods: dict[str, VModule], top: str) -> list[tuple[str, str]]:

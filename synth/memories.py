@@ -60,15 +60,16 @@ def select_name(name: str, top: str) -> str:
     return f"{top}/" + name.replace("\\", "\\\\").replace("$", "\\$").replace(" ", "\\ ")
 
 
-def macro_synth(work: str, source: str, top: str, min_words: int, flatten: bool) -> tuple[dict, int, int, dict, dict]:
+def macro_synth(work: str, source: str, top: str, min_words: int, flatten: bool, children=()) -> dict:
     """The logic of ``source`` (Verilog file name in ``work``, module
     ``top``) with its buffers as SRAM macros: Yosys up to ``memory
     -nomap`` (``-flatten`` or not), every memory of at least ``min_words``
     words a black-box ``sram_macro``, then the rest of ``synth`` and the
-    transistor steps. Returns ``(cells, transistors, gate_depth, buffers,
-    logic)``, the macro cells removed from ``cells`` and checked against
-    ``buffers`` (the memories left to logic are ``logic``)."""
-    from .tools import LOGIC_STEPS, logic_stats, read_commands, run_tool, tool_path
+    transistor steps. Returns ``cells`` and ``flip_flops`` without the
+    macros (checked one per buffer) and the ``children``'s instances,
+    ``transistors``, ``gate_depth``, ``buffers`` (per buffer) and
+    ``logic_memory_bits`` (the memories left to logic)."""
+    from .tools import LOGIC_STEPS, flip_flop_count, logic_stats, read_commands, run_tool, tool_path
 
     yosys = tool_path("yosys")
     flat = "-flatten " if flatten else ""
@@ -96,5 +97,14 @@ def macro_synth(work: str, source: str, top: str, min_words: int, flatten: bool)
     macros = cells.pop("sram_macro", 0)
     if macros != len(buffers):
         raise RuntimeError(f"{work}: {len(buffers)} buffers chosen but {macros} sram_macro cells left after synth")
+    for child in set(children):
+        cells.pop(child, None)
     os.remove(os.path.join(work, "coarse.il"))  # tens of MB, and read back by nothing
-    return cells, transistors, gate_depth, buffers, logic
+    return {
+        "cells": sum(cells.values()),
+        "flip_flops": flip_flop_count(cells),
+        "transistors": transistors,
+        "gate_depth": gate_depth,
+        "buffers": {n.lstrip("\\"): b for n, b in sorted(buffers.items())},
+        "logic_memory_bits": sum(b["bits"] for b in logic.values()),
+    }
