@@ -31,21 +31,29 @@ from .s_bank import SBank
 
 __all__ = [
     "AccumulationBuffer",
-    "RING_DEPTH",
     "RMW_LATENCY",
     "bank_entry_layout",
     "bank_words",
     "pass_tokens_layout",
+    "ring_depth",
     "score_layout",
     "token_pair_layout",
     "write_layout",
 ]
 
-#: passes in flight the ring holds. A pass lasts at least 5 cycles (four
-#: phases of at least one beat, one idle beat) and its last tile leaves
-#: ``R + C = 8`` cycles after its last beat, so an entry is rewritten 4
-#: passes (at least 15 cycles after that beat) later, long after its last tile.
-RING_DEPTH = 4
+
+def ring_depth(config: KaleidoConfig) -> int:
+    """Passes in flight a ring holds for one array of ``config.sub_shape``
+    (``r x c`` PEs): a pass lasts at least 4 cycles (four phases of at
+    least one beat), the dispatcher takes a pass the cycle after the last
+    beat of the pass two before it (two pass buffers), and a pass's last
+    tile leaves ``r + c + 1`` cycles after its last beat; so pass ``k + m``
+    is taken at least ``4 (m - 2) + 1`` cycles after pass ``k``'s last beat,
+    and at most ``3 + ceil((r + c + 2) / 4)`` passes are in flight: 4 on a
+    1x1 array, 8 (the power of two above 6) on a 4x4 one."""
+    r, c = config.sub_shape
+    need = 3 + -(-(r + c + 2) // 4)
+    return 1 << (need - 1).bit_length()
 
 
 def token_pair_layout(n_tokens: int) -> data.StructLayout:
@@ -259,13 +267,13 @@ class AccumulationBuffer(wiring.Component):
         for a in range(A):
             sfx = f"_{a}" if A > 1 else ""
             ring = Array(
-                Signal(pass_tokens_layout(r_sub, c_sub, N), name=f"in_flight{k}{sfx}") for k in range(RING_DEPTH)
+                Signal(pass_tokens_layout(r_sub, c_sub, N), name=f"in_flight{k}{sfx}") for k in range(ring_depth(cfg))
             )
-            ring_write = Signal(range(RING_DEPTH), name=f"ring_write{sfx}")
+            ring_write = Signal(range(ring_depth(cfg)), name=f"ring_write{sfx}")
             with m.If(self.pass_taken[a]):
                 m.d.sync += [ring[ring_write].eq(self.pass_tokens), ring_write.eq(ring_write + 1)]
             # passes taken whose T3 tile has not yet left the array's last PE
-            in_flight = Signal(range(RING_DEPTH + 1), name=f"in_flight{sfx}")
+            in_flight = Signal(range(ring_depth(cfg) + 1), name=f"in_flight{sfx}")
             last_pe_done = Signal(name=f"last_pe_done{sfx}")
             m.d.sync += in_flight.eq(in_flight + self.pass_taken[a] - last_pe_done)
             rings.append(ring)
@@ -290,7 +298,7 @@ class AccumulationBuffer(wiring.Component):
                 # the lane's array and its PE there
                 a = (r // r_sub) * (C // c_sub) + c // c_sub
                 y, x = r % r_sub, c % c_sub
-                ring_read = Signal(range(RING_DEPTH), name=f"ring_read{r}_{c}")
+                ring_read = Signal(range(ring_depth(cfg)), name=f"ring_read{r}_{c}")
                 entry = rings[a][ring_read]
                 i, j, present = self._tile_entry(tile.phase, entry.rows[y], entry.cols[x])
                 hit = Signal(name=f"hit{r}_{c}")

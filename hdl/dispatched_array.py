@@ -17,7 +17,7 @@ class DispatchedArray(wiring.Component):
     """:class:`PassDispatcher` -> :class:`KaleidoArray`. ``passes`` is a
     stream of pass operands (``pass_layout``); ``hold`` stalls the array
     (and so the dispatcher, through ``ready``); ``tiles`` as the array's.
-    Cycle count: the cycle model with ``pass_gap=1``."""
+    Cycle count: the cycle model with ``dispatcher=True``."""
 
     def __init__(self, config: KaleidoConfig | None = None):
         config = as_config(config)

@@ -38,14 +38,20 @@ class PassDispatcher(wiring.Component):
     """``passes`` in (one pass per transfer), ``beats`` out (``slot_layout``,
     ready for :class:`KaleidoArray`).
 
-    The pass is latched into the feature buffer; for T0..T3 the need of
-    every channel (SKIP if no present PE needs anything, HALF if every need
-    is SKIP or p_lo, else FULL) goes to the matcher as one job; each slot
-    leaving the matcher is turned into a beat by selecting the phase's
-    operands (rows: anchors in T0/T1, followers in T2/T3; columns: anchors in
-    T0/T2, followers in T1/T3) at ``c1`` (and ``c2``). A new pass is taken
-    when the previous one's last beat leaves, so consecutive passes are
-    separated by one idle beat cycle.
+    Two pass buffers: a pass is latched into the free one while the other
+    pass's beats leave. For T0..T3 of the pass whose jobs are next, the need
+    of every channel (SKIP if no present PE needs anything, HALF if every
+    need is SKIP or p_lo, else FULL) goes to the matcher as one job; each
+    slot leaving the matcher is turned into a beat by selecting the phase's
+    operands (rows: anchors in T0/T1, followers in T2/T3; columns: anchors
+    in T0/T2, followers in T1/T3) at ``c1`` (and ``c2``) of the pass whose
+    beats leave, one cycle after the matcher gives the slot (a slot
+    register). ``passes.ready`` is a register (a buffer is free), so no
+    path runs from the matcher's slot to the buffers' load; the next pass's
+    T0 job follows the last slot of the previous pass's T3, so passes that
+    arrive in time stream back to back, and a pass taken by an idle
+    dispatcher has its first beat :data:`~kaleido.config.DISPATCH_LATENCY`
+    (3) cycles later (take, job, slot register).
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
@@ -59,34 +65,73 @@ class PassDispatcher(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
         m.submodules.matcher = matcher = Matcher(cfg)
-        buf = Signal(pass_layout(R, C, B))
-        loaded = Signal()
-        job_phase = Signal(3)  # next phase to hand to the matcher (4 = all handed out)
+        layout = pass_layout(cfg.array_rows, cfg.array_cols, cfg.batch)
+        bufs = [Signal(layout, name=f"buf{i}") for i in range(2)]
+        job, out = Signal(layout), Signal(layout)  # the pass whose jobs are next, whose beats leave
+        jsel = Signal()  # the buffer whose jobs are next
+        job_full = self._buffers(m, bufs, jsel, job, out)
+        self._jobs(m, matcher, job, job_full, jsel)
+        # the slot register (DISPATCH_LATENCY): the matcher's slot, then the operand select
+        slot, valid = Signal.like(matcher.o.payload, name="slot"), Signal(name="slot_valid")
+        m.d.comb += [matcher.o.ready.eq(~valid | self.beats.ready), self.beats.valid.eq(valid)]
+        with m.If(matcher.o.ready):
+            m.d.sync += [slot.eq(matcher.o.payload), valid.eq(matcher.o.valid)]
+        self._beat(m, slot, out)
+        return m
 
-        # need derivation for the phase being handed out: per channel, the
-        # union of the present PEs' needs, then the array-level rule (both
-        # tables are kaleido.encoding's)
-        needs = []
+    def _buffers(self, m: Module, bufs: list, jsel: Signal, job: Signal, out: Signal):
+        """The two pass buffers: ``wsel`` takes the next pass, ``jsel``
+        gives the matcher its jobs, ``bsel`` the beats their operands; a
+        buffer is full from its pass taken to that pass's last beat.
+        Returns whether ``jsel``'s buffer is full."""
+        full = [Signal(name=f"full{i}") for i in range(2)]
+        wsel, bsel = Signal(), Signal()
+        m.d.comb += [job.eq(Mux(jsel, bufs[1], bufs[0])), out.eq(Mux(bsel, bufs[1], bufs[0]))]
+        m.d.comb += self.passes.ready.eq(~Mux(wsel, full[1], full[0]))
+        s = self.beats.payload.ctl
+        pass_done = self.beats.valid & self.beats.ready & s.last & (s.phase == 3)
+        for i in range(2):
+            with m.If(self.passes.valid & self.passes.ready & (wsel == i)):
+                m.d.sync += [bufs[i].eq(self.passes.payload), full[i].eq(1)]
+            with m.Elif(pass_done & (bsel == i)):
+                m.d.sync += full[i].eq(0)
+        with m.If(self.passes.valid & self.passes.ready):
+            m.d.sync += wsel.eq(~wsel)
+        with m.If(pass_done):
+            m.d.sync += bsel.eq(~bsel)
+        return Mux(jsel, full[1], full[0])
+
+    def _jobs(self, m: Module, matcher: Matcher, job: Signal, job_full, jsel: Signal) -> None:
+        """Need derivation for the phase being handed out: per channel,
+        the union of the present PEs' needs, then the array-level rule
+        (both tables are kaleido.encoding's); after T3 the other buffer's
+        jobs are next."""
+        cfg = self._config
+        R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
+        job_phase = Signal(2)  # next phase to hand to the matcher
         for c in range(B):
             union = 0
             for r in range(R):
                 for cc in range(C):
-                    present = buf.rows[r].present & buf.cols[cc].present
+                    present = job.rows[r].present & job.cols[cc].present
                     pe = pe_need_decoder(
-                        m, f"need_c{c}_r{r}_k{cc}", job_phase[:2], buf.rows[r].t[c], buf.cols[cc].t[c], cfg.accumulators
+                        m, f"need_c{c}_r{r}_k{cc}", job_phase, job.rows[r].t[c], job.cols[cc].t[c], cfg.accumulators
                     )
                     union = union | Mux(present, pe, 0)
-            need = array_need_decoder(m, f"need_c{c}", job_phase[:2], union)
-            needs.append(Mux(c >= buf.count, Need.SKIP, need))
-        m.d.comb += [matcher.i.valid.eq(loaded & (job_phase < 4)), matcher.i.payload.phase.eq(job_phase[:2])]
-        m.d.comb += [matcher.i.payload.need[c].eq(needs[c]) for c in range(B)]
+            need = array_need_decoder(m, f"need_c{c}", job_phase, union)
+            m.d.comb += matcher.i.payload.need[c].eq(Mux(c >= job.count, Need.SKIP, need))
+        m.d.comb += [matcher.i.valid.eq(job_full), matcher.i.payload.phase.eq(job_phase)]
         with m.If(matcher.i.valid & matcher.i.ready):
             m.d.sync += job_phase.eq(job_phase + 1)
+            with m.If(job_phase == 3):
+                m.d.sync += jsel.eq(~jsel)
 
-        # beat former
-        s = matcher.o.payload
+    def _beat(self, m: Module, s, buf: Signal) -> None:
+        """The beat of slot ``s``: its channels' operands and tags of
+        ``buf``."""
+        cfg = self._config
+        R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
         ph = s.phase
         row_follow = ph[1]  # T2, T3 use the row followers
         col_follow = ph[0]  # T1, T3 use the column followers
@@ -117,12 +162,3 @@ class PassDispatcher(wiring.Component):
                 beat.cols[cc].k0.eq(col.t[s.c1]),
                 beat.cols[cc].k1.eq(col.t[s.c2]),
             ]
-        m.d.comb += [self.beats.valid.eq(matcher.o.valid), matcher.o.ready.eq(self.beats.ready)]
-
-        pass_done = self.beats.valid & self.beats.ready & s.last & (ph == 3)
-        m.d.comb += self.passes.ready.eq(~loaded | pass_done)
-        with m.If(pass_done):
-            m.d.sync += loaded.eq(0)
-        with m.If(self.passes.valid & self.passes.ready):
-            m.d.sync += [buf.eq(self.passes.payload), loaded.eq(1), job_phase.eq(0)]
-        return m

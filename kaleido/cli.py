@@ -119,8 +119,8 @@ def _perf_hardware_arguments(p, src):
         "--pass-gap",
         type=int,
         default=None,
-        help="idle beats per pass (1 models the RTL's single-buffered PassDispatcher; default: 0 on one array, "
-        "1 on small arrays, whose shared queue idles an array one beat after a block)",
+        help="idle beats between passes (default 0: the RTL's double-buffered PassDispatcher, and the bare "
+        "array; 1 models the single-buffered dispatcher it replaced; small arrays take 0 or 1)",
     )
     hw.add_argument(
         "--engine",

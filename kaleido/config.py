@@ -45,6 +45,7 @@ __all__ = [
     "lfsr_steps",
     "PE_LATENCY",
     "BEAT_REGISTER",
+    "DISPATCH_LATENCY",
     "tile_latency",
     "s_bank",
     "s_bank_offset",
@@ -66,6 +67,13 @@ PE_LATENCY = 2
 #: so each block's Fmax holds in the core. The dense array needs none: its
 #: operands already come from its feeder's shift registers.
 BEAT_REGISTER = 1
+
+#: cycles from an idle ``PassDispatcher`` taking a pass to its first beat:
+#: the pass buffer's load, the matcher's job, and the slot register that
+#: cuts the matcher's slot (its carry chains) from the operand select. With
+#: two pass buffers the next pass's beats follow the last beat of the one
+#: before when it was taken at least that long before.
+DISPATCH_LATENCY = 3
 
 
 def tile_latency(r: int, c: int) -> int:

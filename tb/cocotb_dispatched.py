@@ -1,7 +1,7 @@
 """cocotb: pass dispatcher + array (``DispatchedArray``) on a whole head,
 under Icarus and Verilator. Drains equal the golden beat model (and so
 reuse_scores), and the measured cycle count equals the cycle model's
-prediction with ``pass_gap=1``."""
+prediction with a dispatcher (``dispatcher=True``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ CFG = config_from_env()
 @cocotb.test()
 async def head_through_dispatcher(dut):
     """Whole heads: drains exact, and the cycle count equals the cycle
-    model's with ``pass_gap=1`` (always-valid passes, no hold; holds and
+    model's with a dispatcher (always-valid passes, no hold; holds and
     drains under them: tb/test_blocks.py)."""
     s = seed()
     dut._log.info(f"seed {s}")
@@ -32,7 +32,7 @@ async def head_through_dispatcher(dut):
         res = await dispatched_bench(CocotbBackend(dut), CFG, words, seed=s)
         exp = expected_drains(beats, CFG.array_rows, CFG.array_cols, CFG.accumulators, CFG.acc_width)
         assert res.drains == exp, f"seed {s} {kind}: drains differ"
-        model = run_model(w.q, w.k, w.grid, w.split, CFG, variant="pe-m", pass_gap=1)
+        model = run_model(w.q, w.k, w.grid, w.split, CFG, variant="pe-m", dispatcher=True)
         assert res.last_tile is not None and res.last_tile + 1 == model.cycles, (
             f"seed {s} {kind}: RTL {res.last_tile} + 1 cycles, model {model.cycles}"
         )

@@ -25,8 +25,8 @@ MODEL = [
     Mutant(
         "model_pass_gap_start",
         "kaleido/model/qk.py",
-        "(1 if pass_gap else 0) + array_drain(cfg)",
-        "0 + array_drain(cfg)",
+        "start = (DISPATCH_LATENCY - pass_gap) if dispatcher",
+        "start = (DISPATCH_LATENCY - 1 - pass_gap) if dispatcher",
         "array timing",
     ),
     Mutant(

@@ -172,8 +172,8 @@ TARGETED = [
     Mutant(
         "buffer_ring_two",  # a ring of 2 passes in flight: a pass's tokens overwritten while in flight
         "hdl/accumulation_buffer.py",
-        "RING_DEPTH = 4",
-        "RING_DEPTH = 2",
+        "return 1 << (need - 1).bit_length()",
+        "return 2",
         "credit bounds",
         tests=("tb/test_accumulation_buffer.py::test_the_ring_of_passes_in_flight_in_the_engine",),
     ),

@@ -27,7 +27,7 @@ from kaleido import KaleidoConfig
 from kaleido.config import s_bank
 from kaleido.golden.grouped import grouped_scores
 from kaleido.golden.loopnest import iter_passes
-from kaleido.hdl.accumulation_buffer import RING_DEPTH, AccumulationBuffer
+from kaleido.hdl.accumulation_buffer import AccumulationBuffer, ring_depth
 from kaleido.tb.engine_io import decode_scores
 from kaleido.tb.passes import make_workload
 
@@ -284,7 +284,7 @@ def test_accumulation_buffer_rejects_bad_parameters():
         KaleidoConfig.one_array(s_banks=3)
     with pytest.raises(TypeError, match=r"s_fifo_depth must be an integer, not 'x'"):
         KaleidoConfig.one_array(s_fifo_depth="x")
-    assert RING_DEPTH == 4
+    assert [ring_depth(KaleidoConfig.one_array(sub_arrays=s)) for s in ((1, 1), (2, 2), (4, 4))] == [4, 8, 8]
     with pytest.raises(ValueError, match=r"aligned passes need one array, not sub-arrays of \(1, 1\)"):
         AccumulationBuffer(KaleidoConfig(), 4, aligned=True)
     with pytest.raises(ValueError, match=r"lane 16 is not one of the array's 16 PEs"):
@@ -312,10 +312,10 @@ def test_aligned_lanes_reach_exactly_their_banks(banks):
 #: phases lasts 5 cycles, its last tile leaves the last PE 8 after its last
 #: beat) and four 2x2 arrays (a ring each)
 RING_CASES = [
-    ("video", KaleidoConfig.one_array(split=(2, 3, 3), batch=2), 3),
+    ("video", KaleidoConfig.one_array(split=(2, 3, 3), batch=2), 4),
     # slow (40 s): the 4x4 array is the case a smaller ring fails
     pytest.param(
-        "video", KaleidoConfig.one_array(split=(4, 7, 5), batch=4, sub_arrays=(2, 2)), 2, marks=pytest.mark.slow
+        "video", KaleidoConfig.one_array(split=(4, 7, 5), batch=4, sub_arrays=(2, 2)), 3, marks=pytest.mark.slow
     ),
 ]
 
@@ -323,19 +323,17 @@ RING_CASES = [
 @pytest.mark.parametrize("kind, cfg, most", RING_CASES, ids=["4x4", "2x2-arrays"])
 def test_the_ring_of_passes_in_flight_in_the_engine(kind, cfg, most, seed):
     """The ring's bound (issue 46 item 4): the buffer keeps the tokens of
-    the last :data:`RING_DEPTH` (4) passes taken, and nothing holds the
-    dispatcher when the ring is full: the buffer's proofs
-    (``accumulation_buffer_routing``, ``sums``) assume the array never has
-    more than ``RING_DEPTH`` passes in flight (taken, last T3 tile not yet
-    out of the last PE), and their covers reach a full ring (``ring_full``).
-    Here, white box in the whole engine (the dispatcher's and the array's
-    timing), each array's in-flight count never exceeds ``RING_DEPTH`` and
-    peaks at ``most``: 3 on a 4x4 array (passes 5 cycles apart at the
-    least, the last tile 8 cycles after a pass's last beat: a fourth pass
-    comes after the first one's last tile), 2 on 2x2 arrays; the ring has
-    one entry to spare on the 4x4 array. ``S`` stays exact. A ring of 2
-    (``RING_DEPTH = 2``) overwrites a pass in flight on the 4x4 array and
-    fails here (and every engine test)."""
+    the last :func:`~kaleido.hdl.accumulation_buffer.ring_depth` passes
+    taken (8 on 4x4 and 2x2 arrays), and nothing holds the dispatcher when
+    the ring is full: the buffer's proofs (``accumulation_buffer_routing``,
+    ``sums``) assume the array never has more passes in flight (taken, last
+    T3 tile not yet out of the last PE), and their covers reach a full ring
+    (``ring_full``). Here, white box in the whole engine (the dispatcher's
+    two pass buffers and the array's timing), each array's in-flight count
+    never exceeds the depth and peaks at ``most`` on this head (the bound,
+    ``3 + ceil((r + c + 2) / 4)``, takes passes of four beats, the shortest).
+    ``S`` stays exact. A ring of 2 overwrites a pass in flight on the 4x4
+    array and fails here (and every engine test)."""
     from amaranth import Fragment
     from amaranth.sim import Simulator as Sim
 
@@ -358,7 +356,7 @@ def test_the_ring_of_passes_in_flight_in_the_engine(kind, cfg, most, seed):
     def each(be, cycle):
         for a, c in enumerate(counts):
             v = int(be._ctx.get(c))
-            assert v <= RING_DEPTH, f"seed {seed}: cycle {cycle}: array {a} has {v} passes in flight"
+            assert v <= ring_depth(cfg), f"seed {seed}: cycle {cycle}: array {a} has {v} passes in flight"
             peak[a] = max(peak[a], v)
 
     async def bench(ctx):

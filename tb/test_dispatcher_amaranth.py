@@ -49,8 +49,8 @@ def test_dispatcher_beats(source, out_stall, seed):
 
     enc, unpack = BeatEncoder(4, 4), Unpacker(slot_layout(4, 4))
     assert [_comparable(unpack, o) for o in out] == [_comparable(unpack, enc(b)) for b in expected]
-    if out_stall == "none":  # one beat per cycle, one idle cycle per pass boundary (+1 to start)
-        assert cycles == len(expected) + len(items) + 1
-        if source == "workload":  # dispatcher + array: the cycle model with pass_gap=1
-            model = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", pass_gap=1)
+    if out_stall == "none":  # one beat per cycle, passes back to back (three cycles to start: take, job, slot)
+        assert cycles == len(expected) + 3
+        if source == "workload":  # dispatcher + array: the cycle model with a dispatcher
+            model = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", dispatcher=True)
             assert cycles + array_drain(cfg) == model.cycles

@@ -199,18 +199,31 @@ def test_engine_small_arrays_amaranth(kind, grid, split, shape, banks, seed):
 
 def testqueue_ticks_by_hand():
     """The shared queue on a hand-worked case (2 arrays, 3 passes of 2
-    blocks, the fourth block absent): block k leaves at max(previous + 1,
-    the earliest free array), to the lowest-index free array, free again
-    beats + 1 later; an absent block spends its cycle."""
+    blocks, the fourth block absent): block k leaves at the first tick
+    after the previous block at which some array has a free pass buffer
+    (free from the tick after its block's last beat), to the lowest-index
+    such array; its beats start three ticks later (take, job, slot
+    register) or right after the array's previous block; an absent block
+    spends its cycle. Single-buffered (``buffers=1``, no slot register):
+    only an array whose last block ends by then, two ticks to the beats."""
     from kaleido.model import queue_ticks
 
     present = np.array([True, True, True, False, True, True])
     beats = np.array([3, 1, 2, 0, 1, 4])
-    h, who, takes, length = queue_ticks(present, beats, 2)
-    # k0 t1 -> a0 (free at 5); k1 t2 -> a1 (free at 4); k2 waits to 4 -> a1 (free at 7);
-    # k3 absent at 5; k4 t6 -> a0 (free at 8); k5 t7 -> a1 (free at 7 <= 7)
+    h, who, takes, length, first = queue_ticks(present, beats, 2)
+    # k0 t1 -> a0, beats 4..6; k1 t2 -> a0 (its second buffer), beats 7..7;
+    # k2 t3 -> a1, beats 6..7; k3 absent at 4; k4 t5 -> a1 (a0's buffers
+    # hold k0 to 6), beats 8..8; k5 waits to 7 (k0's buffer) -> a0, beats 10..13
+    assert h.tolist() == [1, 2, 3, 4, 5, 7]
+    assert who.tolist() == [0, 0, 1, -1, 1, 0]
+    assert first.tolist() == [4, 7, 6, 0, 8, 10]
+    assert takes.tolist() == [0, 2, 4] and length == 8
+    h, who, takes, length, first = queue_ticks(present, beats, 2, buffers=1)
+    # k0 t1 -> a0 (beats 3..5); k1 t2 -> a1 (4..4); k2 waits to 4 -> a1 (6..7);
+    # k3 absent at 5; k4 t6 -> a0 (8..8); k5 t7 -> a1 (9..12)
     assert h.tolist() == [1, 2, 4, 5, 6, 7]
     assert who.tolist() == [0, 1, 1, -1, 0, 1]
+    assert first.tolist() == [3, 4, 6, 0, 8, 9]
     assert takes.tolist() == [0, 2, 5] and length == 8
 
 
@@ -234,9 +247,9 @@ def test_engine_model_methods(seed):
         events = engine_cycles(w.q, w.k, grid, split, cfg, method="events")
         assert auto == events, f"seed {seed} head {h}: {auto} != {events}"
         holds += auto.held > 0
-        res = run_model(w.q, w.k, grid, split, cfg, variant="full", pass_gap=1)
-        got = [(t.length, t.length - t.last_take) for t in engine_tiles(w.q, w.k, grid, split, cfg)]
-        assert got == [tuple(b) for b in res.batch_beats], f"seed {seed} head {h}"
+        res = run_model(w.q, w.k, grid, split, cfg, variant="full")
+        got = [t.length - 2 for t in engine_tiles(w.q, w.k, grid, split, cfg)]  # the passes back to back from 3
+        assert got == [b[0] for b in res.batch_beats], f"seed {seed} head {h}"
     with pytest.raises(ValueError, match=r"method must be 'auto' or 'events', not 'x'"):
         engine_cycles(w.q, w.k, w.grid, w.split, cfg, method="x")  # the last head measured: a skipped one changed grid
     big = make_workload("constant", (2, 64, 64), (1, 1, 1), seed)

@@ -116,7 +116,7 @@ def test_report_memories(tmp_path):
     assert main(["--only", "accumulation_buffer_banked_cover", "--out", out, "--jobs", "1"]) == 0
     entry = json.load(open(out))["accumulation_buffer"]["banked_cover"]
     assert entry["memories"] == "flip-flops" and entry["status"] == "pass"
-    # ring_full: RING_DEPTH passes in flight, the ring's bound (issue 46 item 4)
+    # ring_full: ring_depth passes in flight, the ring's bound (issue 46 item 4)
     assert {"hold", "fifo_full", "rmw_forwarded", "one_bank_all_lanes", "ring_full"} <= set(entry["steps"])
 
 
@@ -255,9 +255,25 @@ FORMAL_MUTANTS = [
     Mutant(
         "dispatcher_count",
         "hdl/dispatcher.py",
-        "Mux(c >= buf.count, Need.SKIP, need)",
-        "Mux(c > buf.count, Need.SKIP, need)",
+        "Mux(c >= job.count, Need.SKIP, need)",
+        "Mux(c > job.count, Need.SKIP, need)",
         "pass dispatcher need",
+    ),
+    # the pass dispatcher takes a pass while both buffers hold open passes: a pass is overwritten
+    Mutant(
+        "dispatcher_ready_when_full",
+        "hdl/dispatcher.py",
+        "self.passes.ready.eq(~Mux(wsel, full[1], full[0]))",
+        "self.passes.ready.eq(1)",
+        "pass dispatcher buffers",
+    ),
+    # the beats take their operands from the buffer whose jobs are next, not the one whose beats leave
+    Mutant(
+        "dispatcher_beats_job_buffer",
+        "hdl/dispatcher.py",
+        "out.eq(Mux(bsel, bufs[1], bufs[0]))",
+        "out.eq(Mux(jsel, bufs[1], bufs[0]))",
+        "pass dispatcher buffers",
     ),
     # the tile loader requests the beat of the responses received, not of the requests issued
     Mutant(
@@ -441,6 +457,9 @@ SEEDED = [
     ("s_sets_rmw_read_set", "accumulation_buffer_sums_two_sets"),
     # the pass dispatcher issues a channel past the pass's count
     ("dispatcher_count", "pass_dispatcher_payload"),
+    # the two pass buffers: a pass taken into a full buffer; a beat's operands from the next pass
+    ("dispatcher_ready_when_full", "pass_dispatcher_framing"),
+    ("dispatcher_beats_job_buffer", "pass_dispatcher_payload_two_passes"),
     # the core's stages: a wrong request address, an early done, an early response, a lost total
     ("loader_addr", "tile_loader_flow"),
     ("loader_done_early", "tile_loader_flow"),

@@ -116,12 +116,12 @@ def test_model_beats_are_the_passes(variant, seed):
 @pytest.mark.parametrize("motion", ["slow", "fast"])
 def test_model_equals_rtl_cycles(motion, seed):
     """``DispatchedArray`` running a layer: drains exact and its cycles the
-    model's with ``pass_gap=1``."""
+    model's with a dispatcher (``dispatcher=True``)."""
     cfg = KaleidoConfig.one_array(batch=4)
     X, W = linear_layer(motion, seed % 1000)
     words, beats = linear_pass_words(cfg, X, W, (2, 3, 4))
     res = simulate(DispatchedArray(cfg), functools.partial(dispatched_bench, config=cfg, words=words))
-    model = linear_cycles(X, W.shape[1], (2, 3, 4), cfg, variant="pe-m", pass_gap=1)
+    model = linear_cycles(X, W.shape[1], (2, 3, 4), cfg, variant="pe-m", dispatcher=True)
     assert res.last_tile + 1 == model.cycles
     Y = np.zeros((X.shape[0], W.shape[1]), dtype=np.int64)
     for ps in linear_passes(X, W, (2, 3, 4), cfg):

@@ -70,11 +70,17 @@ def test_bounds():
 
 
 def test_pass_gap():
+    """The bare array's passes back to back; one idle beat between passes
+    (the single-buffered dispatcher) adds one beat per pass and one at the
+    start; a dispatcher in front of back-to-back passes adds its
+    ``DISPATCH_LATENCY`` start cycles (take, job, slot register)."""
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", seed=0)
     cfg = KaleidoConfig.one_array()
     a = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m")
     b = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", pass_gap=1)
     assert b.cycles == a.cycles + a.passes + 1
+    d = run_model(w.q, w.k, w.grid, w.split, cfg, variant="pe-m", dispatcher=True)
+    assert d.cycles == a.cycles + 3
 
 
 def test_wrong_arguments():
@@ -125,8 +131,11 @@ def _queue_cycles(Q, K, grid, split, cfg, matcher):
     """The default design's small arrays the plain way: every (row unit,
     column unit) pass of the golden loop nest on the 1x1 array (no
     scheduler), laid out as the blocks of each 4x4 pass in order, dealt one
-    a cycle to the lowest-index free array, which idles one beat after
-    each block; the batches back to back. Returns (cycles, beats, blocks)."""
+    a cycle to the lowest-index array with a free pass buffer (two per
+    dispatcher, each free from the cycle after its block's last beat), the
+    block's beats three cycles after it is taken or right after the array's
+    previous block; the batches back to back. Returns (cycles, beats,
+    blocks)."""
     from kaleido.model import array_drain
 
     sub = cfg.sub_config()
@@ -134,7 +143,8 @@ def _queue_cycles(Q, K, grid, split, cfg, matcher):
     beats = {}
     for ps in iter_passes(Q, K, grid, split, sub, matcher=matcher):
         beats.setdefault(id(ps.batch), []).append(sum(max(1, len(ps.slots[p])) for p in Phase))
-    free, t, end, total, blocks = [0] * cfg.n_arrays, 0, 0, 0, 0
+    last = [[-1, -1] for _ in range(cfg.n_arrays)]  # per array: the last beats of its two latest blocks
+    t, end, total, blocks = 0, 0, 0, 0
     for b in beats:  # in loop-nest order
         n = int(np.sqrt(len(beats[b])))
         grid_beats = np.array(beats[b]).reshape(n, n)
@@ -144,11 +154,13 @@ def _queue_cycles(Q, K, grid, split, cfg, matcher):
                     i, j = g * R + k // C, h * C + k % C
                     t += 1
                     if i < n and j < n:
-                        t = max(t, min(free))
-                        a = next(x for x in range(len(free)) if free[x] <= t)
-                        free[a] = t + int(grid_beats[i, j]) + 1
-                        end = max(end, t + 1 + int(grid_beats[i, j]))
-                        total += int(grid_beats[i, j]) + 1
+                        while all(older >= t for older, _ in last):
+                            t += 1
+                        a = next(x for x in range(len(last)) if last[x][0] < t)
+                        first = max(t + 3, last[a][1] + 1)
+                        last[a] = [last[a][1], first + int(grid_beats[i, j]) - 1]
+                        end = max(end, last[a][1])
+                        total += int(grid_beats[i, j])
                         blocks += 1
     return end + array_drain(sub), total, blocks
 
@@ -176,15 +188,16 @@ def test_small_arrays_equal_the_plain_queue(seed, variant, monkeypatch):
 
 
 def test_small_arrays_arguments():
-    """Small arrays are one queue: ``pass_gap`` defaults to 1 there (0 on
-    one array), and another ``arrays`` or ``pass_gap`` is refused by name."""
+    """Small arrays are one queue: ``pass_gap`` 0 (the default: double-buffered
+    dispatchers) or 1 (single-buffered ones, slower), and another
+    ``arrays`` or ``pass_gap`` is refused by name."""
     w = synthetic_video("hunyuan", (2, 4, 4), "slow", 0)
     cfg = KaleidoConfig(split=w.split)
-    assert (
-        run_model(w.q, w.k, w.grid, w.split, cfg).cycles == run_model(w.q, w.k, w.grid, w.split, cfg, pass_gap=1).cycles
-    )
-    for kw, bad in (({"pass_gap": 0}, "not 1 and 0"), ({"arrays": 2}, "not 2 and 1")):
-        with pytest.raises(ValueError, match=f"arrays must be 1 and pass_gap 1, {bad}"):
+    default = run_model(w.q, w.k, w.grid, w.split, cfg).cycles
+    assert default == run_model(w.q, w.k, w.grid, w.split, cfg, pass_gap=0).cycles
+    assert default < run_model(w.q, w.k, w.grid, w.split, cfg, pass_gap=1).cycles
+    for kw, bad in (({"pass_gap": 2}, "not 1 and 2"), ({"arrays": 2}, "not 2 and 0")):
+        with pytest.raises(ValueError, match=f"arrays must be 1 and pass_gap 0 or 1, {bad}"):
             run_model(w.q, w.k, w.grid, w.split, cfg, **kw)
     one = KaleidoConfig.one_array(split=w.split)
     assert (

@@ -13,9 +13,11 @@ Two pipelined stages share a two-bank sorted memory (docs/ENGINE.md):
   dispatcher is free and (from batch 1 on) the array has drained the
   previous batch (``array_drain + 1`` cycles after its last beat: the
   last tile and one cycle to see it), so no two tiles of one ``S``
-  entry meet in a cycle; then every pass costs its beats plus one idle
-  beat (``run_model(variant="full", pass_gap=1)``), so the dispatcher
-  is free again ``sum_b`` cycles after the batch's first pass;
+  entry meet in a cycle; the dispatcher's two pass buffers take the
+  batch's second pass a cycle later and every later one the cycle after
+  the last beat of the pass two before it, so the passes' beats run back
+  to back from ``DISPATCH_LATENCY`` (3) cycles after the first take
+  (``run_model(variant="full", dispatcher=True)``);
 * after the last pass: the array's drain and one cycle to see the last
   tile taken, ``array_drain + 2`` cycles in all (10 on the 4x4
   array: the PE's product register added one, issue 20), or longer
@@ -39,7 +41,7 @@ import dataclasses
 import numpy as np
 
 from ..checks import check_qk
-from ..config import RMW_LATENCY, KaleidoConfig, s_bank, tile_latency
+from ..config import DISPATCH_LATENCY, RMW_LATENCY, KaleidoConfig, s_bank, tile_latency
 from ..loopnest import batches, dense_pass_beats
 from .qk import check_lockstep, run_scheduled, scheduled_batches
 from .queue import block_groups, block_phase_beats, queue_ticks
@@ -105,19 +107,23 @@ def _tile_traffic(rt, ct, gi, gj, last_beat, length: int, last_take: int, cfg: K
 
 
 def _batch_tiles(units, perm_r, perm_c, beats, cfg: KaleidoConfig) -> BatchTiles:
-    """The tiles of one batch on one array: pass ``k`` (row group outer) is
-    taken at tick ``T_k`` (every pass its beats and one idle beat); its
-    phase ``p``'s last beat is at ``T_k + 1 + beats_0 + ... + beats_p``
-    (:func:`_tile_traffic`)."""
+    """The tiles of one batch on one array: the passes' beats (row group
+    outer) run back to back from tick ``L = DISPATCH_LATENCY``, so pass
+    ``k``'s last beat is at ``d_k = L - 1 + beats of passes 0..k`` and its
+    phase ``p``'s at ``d_k -
+    beats_k + beats_0 + ... + beats_p`` (:func:`_tile_traffic`); pass ``k``
+    is taken at tick ``k`` for ``k < 2``, else at ``d_{k-2} + 1`` (a pass
+    buffer frees the cycle after its pass's last beat); the batch's length
+    is its last beat's tick."""
     R, C = cfg.array_rows, cfg.array_cols
     Gr, Gc, _ = beats.shape
     flat = beats.reshape(Gr * Gc, 4)
-    length = flat.sum(axis=1) + 1
-    take = np.concatenate([[0], np.cumsum(length)[:-1]])
-    last_beat = take[:, None] + 1 + np.cumsum(flat, axis=1)
+    done = DISPATCH_LATENCY - 1 + np.cumsum(flat.sum(axis=1))
+    take = np.concatenate([np.arange(min(2, len(done))), done[:-2] + 1])
+    last_beat = (done - flat.sum(axis=1))[:, None] + np.cumsum(flat, axis=1)
     gi, gj = np.repeat(np.arange(Gr), Gc), np.tile(np.arange(Gc), Gr)
     rt, ct = _unit_tokens(units, perm_r, R, Gr), _unit_tokens(units, perm_c, C, Gc)
-    return _tile_traffic(rt, ct, gi, gj, last_beat, int(length.sum()), int(take[-1]), cfg)
+    return _tile_traffic(rt, ct, gi, gj, last_beat, int(done[-1]), int(take[-1]), cfg)
 
 
 def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> BatchTiles:
@@ -130,8 +136,8 @@ def _batch_blocks(units, perm_r, perm_c, tq, tk, cfg: KaleidoConfig) -> BatchTil
     present, phase = block_phase_beats(tq, tk, cfg)
     Gr, Gc = -(-len(perm_r) // cfg.array_rows), -(-len(perm_c) // cfg.array_cols)
     nr, nc = cfg.array_rows // r, cfg.array_cols // c
-    h, _, takes, length = queue_ticks(present, phase.sum(axis=1), cfg.n_arrays)
-    last_beat = h[:, None] + 1 + np.cumsum(phase, axis=1)
+    _, _, takes, length, first = queue_ticks(present, phase.sum(axis=1), cfg.n_arrays)
+    last_beat = first[:, None] - 1 + np.cumsum(phase, axis=1)
     rt, ct = _unit_tokens(units, perm_r, r, Gr * nr), _unit_tokens(units, perm_c, c, Gc * nc)
     return _tile_traffic(rt, ct, rows[present], cols[present], last_beat[present], length, int(takes[-1]), cfg)
 
@@ -340,7 +346,7 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     batch (and the end) also waits for the queue to empty. ``passes``,
     ``array_cycles`` and ``array_speedup`` stay one array of the pass's
     shape's (:func:`run_model` of ``config.replace(sub_arrays=None)``,
-    ``pass_gap=1``; :func:`run_model` of the small arrays counts their
+    ``dispatcher=True``; :func:`run_model` of the small arrays counts their
     queue alone); ``compute`` and ``speedup`` are the small arrays'."""
     grid, split = check_qk(Q, K, grid, split)
     cfg = config or KaleidoConfig(split=tuple(split))
@@ -357,7 +363,18 @@ def engine_cycles(Q, K, grid, split, config: KaleidoConfig | None = None, *, met
     sched = list(scheduled_batches(Q, K, grid, split, cfg, batches(cfg, grid, split), scheduler=True))
     one = cfg.replace(sub_arrays=None)
     res = run_scheduled(
-        Q, K, grid, split, one, sched, variant="full", arrays=1, pass_gap=1, progress=None, quality=None
+        Q,
+        K,
+        grid,
+        split,
+        one,
+        sched,
+        variant="full",
+        arrays=1,
+        pass_gap=0,
+        dispatcher=True,
+        progress=None,
+        quality=None,
     )
     W = [b[-1] for b in sched]
     nb = len(W)

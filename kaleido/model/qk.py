@@ -12,8 +12,11 @@ takes about 1.5 s instead of 40 to 70 s (``make bench``).
 the two equal. Timing is the RTL's (docs/ARRAY.md, docs/DISPATCH.md):
 
 * a phase costs ``max(1, slots)`` beats; passes stream back to back;
-* ``pass_gap`` idle beats per pass (1 for the RTL's single-buffered
-  ``PassDispatcher``, plus 1 at the start; 0 for the bare array);
+* ``pass_gap`` idle beats between passes (0 for the RTL's double-buffered
+  ``PassDispatcher`` and for the bare array; 1 for the single-buffered
+  dispatcher it replaced); with ``dispatcher`` a pass dispatcher leads the
+  array, whose first beat comes ``DISPATCH_LATENCY`` (3) cycles after the
+  first pass is taken;
 * the last tile leaves ``tile_latency(R - 1, C - 1) = R + C + 1`` cycles
   after the last beat's cycle starts (``kaleido.config.tile_latency``: the
   beat register, the skew, the hops and the PE's product and drain
@@ -42,7 +45,7 @@ import math
 import numpy as np
 
 from ..checks import check_qk
-from ..config import LFSR_SEED, KaleidoConfig
+from ..config import DISPATCH_LATENCY, LFSR_SEED, KaleidoConfig
 from ..encoding import Need, Phase
 from ..golden.grouped import grouped_follower_classes, grouped_op_counts
 from ..golden.loopnest import unit_order, unit_schedule
@@ -166,20 +169,23 @@ def run_model(
     variant="full",
     arrays: int = 1,
     pass_gap: int | None = None,
+    dispatcher: bool = False,
     progress=None,
     quality=None,
 ) -> ModelResult:
     """Model one head ``Q K^T`` (int8 ``(N, d)``) on ``arrays`` Kaleido arrays.
 
-    ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats per pass (see
-    module doc; ``None``: 0 on one array of the pass's shape, 1 on small
-    arrays); ``progress(done, total)`` is called per batch.
+    ``variant`` in :data:`VARIANTS`; ``pass_gap`` idle beats between
+    passes and ``dispatcher`` (a pass dispatcher leads the array:
+    ``DISPATCH_LATENCY`` cycles to the first beat) as in the module doc; ``progress(done,
+    total)`` is called per batch.
 
     Small arrays (``config.sub_arrays``, the default design; docs/ENGINE.md
     "Small arrays"): each pass's ``r x c`` blocks go, in order, through the
     shared queue of ``config.n_arrays`` arrays (:func:`queue_ticks`: one
-    block leaves a cycle, to an array that is free; the array idles one
-    beat after each block, so ``pass_gap`` must be 1), the batches back to
+    block leaves a cycle, to an array whose dispatcher has a free buffer;
+    ``pass_gap`` 0, or 1 for the single-buffered dispatchers that idled one
+    beat after each block), the batches back to
     back (the array alone: no scheduler or drain between batches, as with
     one array). Each block costs its small array's phases
     (:func:`pass_phase_beats` of ``config.sub_config()``). ``cycles`` is
@@ -199,27 +205,28 @@ def run_model(
     sched = scheduled_batches(Q, K, grid, split, cfg, nest, scheduler=use_sched)
     return run_scheduled(
         Q, K, grid, split, cfg, sched, variant=variant, arrays=arrays, pass_gap=pass_gap,
-        progress=progress, quality=quality,
+        dispatcher=dispatcher, progress=progress, quality=quality,
     )  # fmt: skip
 
 
 def check_arrays(config: KaleidoConfig, arrays, pass_gap) -> int:
     """The ``pass_gap`` of :func:`run_model` and :func:`linear_cycles`
-    (``None``: 0 on one array of the pass's shape, 1 on small arrays),
-    after checking it and ``arrays``: small arrays (``config.sub_arrays``)
-    are one queue of ``config.n_arrays`` arrays, each idle one beat after a
-    block, so they take ``arrays = 1`` and ``pass_gap = 1`` only."""
+    (``None``: 0), after checking it and ``arrays``: small arrays
+    (``config.sub_arrays``) are one queue of ``config.n_arrays`` arrays
+    behind double-buffered dispatchers (``pass_gap`` 0) or the
+    single-buffered ones they replaced (1), so they take ``arrays = 1``."""
     if not isinstance(arrays, int) or arrays < 1:
         raise ValueError(f"arrays must be a positive integer, not {arrays!r}")
     if pass_gap is None:
-        pass_gap = 0 if config.sub_arrays is None else 1
+        pass_gap = 0
     if not isinstance(pass_gap, int) or pass_gap < 0:
         raise ValueError(f"pass_gap must be a non-negative integer, not {pass_gap!r}")
-    if config.sub_arrays is not None and (arrays, pass_gap) != (1, 1):
+    if config.sub_arrays is not None and (arrays != 1 or pass_gap > 1):
         raise ValueError(
             f"with sub_arrays {config.sub_arrays!r} the passes' blocks share one queue of {config.n_arrays} "
-            f"arrays, each idle one beat after a block: arrays must be 1 and pass_gap 1, not {arrays!r} and "
-            f"{pass_gap!r} (sub_arrays=None models one array of the pass's shape with any arrays and pass_gap)"
+            f"arrays behind double-buffered (pass_gap 0) or single-buffered (1) dispatchers: arrays must be 1 "
+            f"and pass_gap 0 or 1, not {arrays!r} and {pass_gap!r} (sub_arrays=None models one array of the "
+            f"pass's shape with any arrays and pass_gap)"
         )
     return pass_gap
 
@@ -250,7 +257,7 @@ def scheduled_batches(Q, K, grid, split, cfg: KaleidoConfig, nest, *, scheduler:
 
 
 def run_scheduled(
-    Q, K, grid, split, cfg: KaleidoConfig, sched, *, variant, arrays, pass_gap, progress, quality
+    Q, K, grid, split, cfg: KaleidoConfig, sched, *, variant, arrays, pass_gap, progress, quality, dispatcher=False
 ) -> ModelResult:
     """:func:`run_model` on the batches of :func:`scheduled_batches`."""
     n_tok, d = Q.shape
@@ -259,10 +266,12 @@ def run_scheduled(
     counts = grouped_op_counts(Q, K, grid, split, cfg.thresholds)
     ordered = [(tq, tk) if perm_r is None else (tq[perm_r], tk[perm_c]) for _, tq, tk, perm_r, perm_c, _ in sched]
     return _timed(ordered, cfg, counts, dense_cycles, variant=variant, arrays=arrays, pass_gap=pass_gap,
-                  progress=progress, quality=quality)  # fmt: skip
+                  dispatcher=dispatcher, progress=progress, quality=quality)  # fmt: skip
 
 
-def _timed(ordered, cfg: KaleidoConfig, counts, dense_cycles, *, variant, arrays, pass_gap, progress, quality):
+def _timed(
+    ordered, cfg: KaleidoConfig, counts, dense_cycles, *, variant, arrays, pass_gap, dispatcher, progress, quality
+):
     """The :class:`ModelResult` of every batch's row and column tags in
     pass order (``ordered``): one array's walk, or on small arrays the
     small array's walk for the sums and the shared queue for the cycles
@@ -271,26 +280,25 @@ def _timed(ordered, cfg: KaleidoConfig, counts, dense_cycles, *, variant, arrays
         walk = array_walk(
             ordered, len(ordered), cfg, variant=variant, arrays=arrays, pass_gap=pass_gap, progress=progress
         )
-        return _result(
-            walk, cfg, counts, dense_cycles, pass_gap=pass_gap, arrays=arrays, variant=variant, quality=quality
-        )
+        start = (DISPATCH_LATENCY - pass_gap) if dispatcher else (1 if pass_gap else 0)
+        return _result(walk, cfg, counts, dense_cycles, start=start, arrays=arrays, variant=variant, quality=quality)
     sub = cfg.sub_config()
     walk = array_walk(ordered, len(ordered), sub, variant=variant, arrays=1, pass_gap=pass_gap, progress=progress)
-    res = _result(walk, sub, counts, dense_cycles, pass_gap=pass_gap, arrays=cfg.n_arrays, variant=variant,
-                  quality=quality)  # fmt: skip
+    res = _result(walk, sub, counts, dense_cycles, start=0, arrays=cfg.n_arrays, variant=variant, quality=quality)
     _, matcher = VARIANTS[variant]
     blocks = (piece for tq, tk in ordered for piece in iter_block_beats(tq, tk, cfg, matcher=matcher))
-    res.cycles = queue_end(blocks, cfg.n_arrays) + array_drain(sub)
+    res.cycles = queue_end(blocks, cfg.n_arrays, buffers=2 - pass_gap) + array_drain(sub)
     res.speedup = dense_cycles / res.cycles
     return res
 
 
-def _result(walk, cfg: KaleidoConfig, counts: dict, dense_cycles: int, *, pass_gap, arrays, variant, quality):
-    """The :class:`ModelResult` of a :func:`array_walk`: cycles (``pass_gap``'s
-    start beat, then the array's drain), utilization and the ops of
-    ``counts`` (``dense``, ``oracle``, ``hw3``/``hw4``)."""
+def _result(walk, cfg: KaleidoConfig, counts: dict, dense_cycles: int, *, start, arrays, variant, quality):
+    """The :class:`ModelResult` of a :func:`array_walk`: cycles (the
+    busiest array's beats and gaps, ``start`` cycles before them, then the
+    array's drain), utilization and the ops of ``counts`` (``dense``,
+    ``oracle``, ``hw3``/``hw4``)."""
     per_array, phase_beats, phase_slots, n_pass, batch_beats, phase_channels = walk
-    cycles = int(per_array.max()) + (1 if pass_gap else 0) + array_drain(cfg)
+    cycles = int(per_array.max()) + start + array_drain(cfg)
     total_beats = int(per_array.sum())
     hw = counts["hw4" if cfg.accumulators == 4 else "hw3"]
     return ModelResult(
@@ -321,6 +329,7 @@ def linear_cycles(
     variant: str = "full",
     arrays: int = 1,
     pass_gap: int | None = None,
+    dispatcher: bool = False,
 ) -> ModelResult:
     """Model a linear layer ``X W`` (int8 activations ``(N, d_in)``, ``d_out``
     outputs) with reuse on the activations (issue 17,
@@ -328,7 +337,7 @@ def linear_cycles(
     activation units as rows and pairs of output features (tag NONE) as
     columns, batches over ``d_in``; the scheduler orders the rows only.
     Dense: ``ceil(N/R) ceil(d_out/C) d_in + R + C - 1``. Timing as
-    :func:`run_model` (``pass_gap=1`` for the RTL's ``DispatchedArray``;
+    :func:`run_model` (``dispatcher=True`` for the RTL's ``DispatchedArray``;
     small arrays, ``config.sub_arrays``, through the shared queue)."""
     from ..golden.linear import LinearReuse, linear_batches, linear_classes, linear_op_counts, weight_units
 
@@ -359,7 +368,7 @@ def linear_cycles(
     dense_cycles = math.ceil(math.ceil(n_tok / R) * math.ceil(d_out / C) / arrays) * d_in + R + C - 1
     counts = linear_op_counts(X, grid, int(d_out), rule)
     return _timed(list(tags()), cfg, counts, dense_cycles, variant=variant, arrays=arrays, pass_gap=pass_gap,
-                  progress=None, quality=None)  # fmt: skip
+                  dispatcher=dispatcher, progress=None, quality=None)  # fmt: skip
 
 
 def scheduler_cycles(Q, K, grid, split, config: KaleidoConfig | None = None) -> list[int]:

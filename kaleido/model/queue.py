@@ -11,52 +11,77 @@ from collections.abc import Iterator
 import numba
 import numpy as np
 
-from ..config import KaleidoConfig
+from ..config import DISPATCH_LATENCY, KaleidoConfig
 from .slots import pass_phase_beats
 
 
-def queue_ticks(present: np.ndarray, beats: np.ndarray, arrays: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def queue_ticks(
+    present: np.ndarray, beats: np.ndarray, arrays: int, buffers: int = 2
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     """The shared queue of :class:`~kaleido.hdl.array_set.ArraySet` over
     one batch's blocks in order (``present``: bool ``(K,)``, ``beats``:
     their total beats ``(K,)``), in the arrays' time from the batch's first
-    pass taken (tick 0): block ``k`` leaves at ``h_k = max(h_{k-1} + 1,
-    earliest free array)`` (``h_{-1} = 0``; an absent block needs no
-    array), to the lowest-index array free by then, which is free again
-    ``beats + 1`` later. Returns ``(h, array, pass_take, length)``:
-    each block's tick and array (-1: absent), the tick each pass is taken
-    (the tick its predecessor's last block leaves; ``K / arrays`` passes)
-    and the tick after the last block."""
+    pass taken (tick 0): block ``k`` leaves at ``h_k``, the first tick
+    after ``h_{k-1}`` (``h_{-1} = 0``) at which some array's dispatcher
+    can take it (an absent block needs no array), to the lowest-index such
+    array (:func:`_queue_run`: ``buffers`` pass buffers per dispatcher, 2
+    as the RTL's). Returns ``(h, array, pass_take, length, first)``: each
+    block's tick and array (-1: absent), the tick each pass is taken (the
+    tick its predecessor's last block leaves; ``K / arrays`` passes), the
+    tick after the last block, and each block's first beat (0: absent)."""
     n = len(beats)
     h = np.zeros(n, dtype=np.int64)
     who = np.full(n, -1, dtype=np.int64)
-    _queue_run(present, beats, np.zeros(arrays, dtype=np.int64), 0, h, who)
+    first = np.zeros(n, dtype=np.int64)
+    done = np.full((2, arrays), -1, dtype=np.int64)
+    _queue_run(present, beats, done, buffers, 0, h, who, first)
     takes = np.concatenate([[0], h[arrays - 1 : -1 : arrays]]) if n else np.zeros(1, dtype=np.int64)
-    return h, who, takes, int(h[-1]) + 1 if n else 1
+    return h, who, takes, int(h[-1]) + 1 if n else 1, first
 
 
 @numba.njit(cache=True)
-def _queue_run(present: np.ndarray, beats: np.ndarray, free: np.ndarray, t: int, h: np.ndarray, who: np.ndarray) -> int:
+def _queue_run(
+    present: np.ndarray,
+    beats: np.ndarray,
+    done: np.ndarray,
+    buffers: int,
+    t: int,
+    h: np.ndarray,
+    who: np.ndarray,
+    first: np.ndarray,
+) -> int:
     """The shared queue over blocks in order (numba: one compiled loop;
-    the recurrence is sequential and has no numpy form): each block a tick
-    after the one before, a present one (``present``) no earlier than the
-    earliest free array, to the lowest-index array free by then, which is
-    then busy for its ``beats`` and one idle tick. ``free`` (each array's
-    free tick) changes in place; ``h`` and ``who`` (as long as ``beats``)
-    take each block's tick and array (``who`` stays as given for an absent
-    block); returns the tick the last block left, from ``t`` before the
-    first."""
+    the recurrence is sequential and has no numpy form). ``done[1, a]`` is
+    the tick of array ``a``'s last beat so far, ``done[0, a]`` the one of
+    the block before (-1: none; changed in place). Each block comes a tick
+    after the one before; a present one waits for an array whose
+    dispatcher can take it, the lowest-index one:
+
+    * ``buffers == 2`` (hdl/dispatcher.py): a buffer is free from the tick
+      after its pass's last beat, so array ``a`` takes at ``t`` when
+      ``done[0, a] < t``; the block's beats start at ``max(t +
+      DISPATCH_LATENCY, done[1, a] + 1)`` (take, job, slot register; or
+      right after the previous block);
+    * ``buffers == 1`` (the single-buffered dispatcher without a slot
+      register the RTL had): the array takes at ``t`` when ``done[1, a] <=
+      t`` (in the cycle its last beat leaves), the beats start at ``t + 2``.
+
+    ``h``, ``who`` and ``first`` (as long as ``beats``) take each block's
+    tick, array and first beat (unchanged for an absent block); returns
+    the tick the last block left, from ``t`` before the first."""
     for k in range(len(present)):
         t += 1
         if present[k]:
-            earliest = free[0]
-            for i in range(1, len(free)):
-                earliest = min(earliest, free[i])
-            t = max(t, earliest)
+            free = done[0] + 1 if buffers == 2 else done[1]  # each array's first tick to take a pass
+            t = max(t, free.min())
             a = 0
             while free[a] > t:
                 a += 1
-            free[a] = t + beats[k] + 1
+            start = max(t + (DISPATCH_LATENCY if buffers == 2 else 2), done[1, a] + 1)
+            done[0, a] = done[1, a]
+            done[1, a] = start + beats[k] - 1
             who[k] = a
+            first[k] = start
         h[k] = t
     return t
 
@@ -124,20 +149,18 @@ def iter_block_beats(
         yield block_phase_beats(tq[u0 : u0 + step], tk, config, matcher=matcher)
 
 
-def queue_end(blocks, arrays: int) -> int:
+def queue_end(blocks, arrays: int, buffers: int = 2) -> int:
     """The tick of the last beat when the blocks of every batch in turn
     (``blocks``: ``(present, phase)`` pairs of :func:`block_phase_beats`
     in order, or its pieces, :func:`iter_block_beats`) go through
     :func:`queue_ticks`' shared queue of ``arrays`` arrays with no wait
-    between batches: block ``k`` leaves at ``h_k = max(h_{k-1} + 1,
-    earliest free array)`` and its beats end at ``h_k + 1 + beats``. Which
-    array takes a block does not change any tick (every array free by
-    ``h_k`` stays free for later blocks). The loop over blocks is
-    :func:`queue_ticks`' (:func:`_queue_run`), its state carried from piece
-    to piece."""
-    free = np.zeros(arrays, dtype=np.int64)
+    between batches. The loop over blocks is :func:`queue_ticks`'
+    (:func:`_queue_run`), its state carried from piece to piece."""
+    if buffers not in (1, 2):
+        raise ValueError(f"buffers must be 1 or 2, not {buffers!r}")
+    done = np.full((2, arrays), -1, dtype=np.int64)
     t = 0
     for present, phase in blocks:
-        scratch = np.empty(len(present), dtype=np.int64)  # the blocks' ticks and arrays, not needed here
-        t = _queue_run(present, phase.sum(axis=1), free, t, scratch, scratch)
-    return int(free.max())
+        scratch = np.empty(len(present), dtype=np.int64)  # the blocks' ticks, arrays and beats, not needed here
+        t = _queue_run(present, phase.sum(axis=1), done, buffers, t, scratch, scratch, scratch)
+    return max(int(done[1].max()), 0)

@@ -74,7 +74,7 @@ class AccumulationBufferSums(Harness):
     read-after-write forward's registers in the covers).
 
     The harness keeps its own copy of the ring of passes in flight (the
-    tokens of each pass taken, the last :data:`RING_DEPTH` of them) and,
+    tokens of each pass taken, the last :func:`~kaleido.hdl.accumulation_buffer.ring_depth` of them) and,
     per lane, the pass its tiles belong to (one step per T3 tile taken).
     ``routing``: each lane's ``writes`` port is enabled exactly for a tile
     taken (``valid``, not ``hold``) of a present unit pair, at entry
@@ -92,7 +92,7 @@ class AccumulationBufferSums(Harness):
     unload (the engine's protocol): ``unload`` only while ``settled``, held
     while a word waits, no tile and no pass while unloading; and the
     array's: the last PE's T3 tile ends a pass taken, at most
-    :data:`RING_DEPTH` passes are in flight. With ``sums``, lane ``k``'s
+    :func:`~kaleido.hdl.accumulation_buffer.ring_depth` passes are in flight. With ``sums``, lane ``k``'s
     tiles have the value ``16^k`` (data independence: the buffer only moves
     and adds values, and each lane counts in its own hex digit, so a tile
     lost, repeated, misrouted or added to a stale word changes the word; a
@@ -100,7 +100,7 @@ class AccumulationBufferSums(Harness):
     ``s`` and ``unloaded`` are asserted in every variant. Covers: a hold, a full FIFO, a
     forwarded read-modify-write, two lanes to one bank in a cycle, a tile
     added to a word (not first), a whole unload, a full ring
-    (:data:`RING_DEPTH` passes in flight)."""
+    (:func:`~kaleido.hdl.accumulation_buffer.ring_depth` passes in flight)."""
 
     white_box = True
 
@@ -164,14 +164,14 @@ class AccumulationBufferSums(Harness):
         """The harness's ring of passes in flight and the array's contract on
         it (with ``routing``: the buffer's ring and pointers are the
         harness's); ``s`` gains ``ring`` and ``in_flight``."""
-        from kaleido.hdl.accumulation_buffer import RING_DEPTH, pass_tokens_layout
+        from kaleido.hdl.accumulation_buffer import pass_tokens_layout, ring_depth
         from kaleido.hdl.encoding import Phase
 
         N, r, take = dut.n_tokens, s.r, s.take
         R, C = self._cfg.array_rows, self._cfg.array_cols
         # the harness's ring of passes in flight, and each lane's place in it
-        ring = Array(Signal(pass_tokens_layout(R, C, N), name=f"ref_ring{k}") for k in range(RING_DEPTH))
-        ring_write = Signal(range(RING_DEPTH), name="ref_ring_write")
+        ring = Array(Signal(pass_tokens_layout(R, C, N), name=f"ref_ring{k}") for k in range(ring_depth(self._cfg)))
+        ring_write = Signal(range(ring_depth(self._cfg)), name="ref_ring_write")
         with m.If(dut.pass_taken):
             m.d.sync += [ring[ring_write].eq(dut.pass_tokens), ring_write.eq(ring_write + 1)]
         in_flight = Signal(8, name="ref_in_flight")
@@ -179,23 +179,23 @@ class AccumulationBufferSums(Harness):
         last_done = last.valid & (last.phase == Phase.T3) & take
         m.d.sync += in_flight.eq(in_flight + dut.pass_taken - last_done)
         # the array's contract: the last PE's T3 tile ends a pass taken, at
-        # most RING_DEPTH passes are in flight (docs/ENGINE.md)
+        # most ring_depth(self._cfg) passes are in flight (docs/ENGINE.md)
         m.d.comb += [
             Assume(~last_done | (in_flight != 0)),
-            Assume(in_flight + dut.pass_taken <= RING_DEPTH + last_done),
+            Assume(in_flight + dut.pass_taken <= ring_depth(self._cfg) + last_done),
         ]
         if self._routing:
             # the harness's ring and pointers are the buffer's (invariants: the step case starts from a real ring)
             m.d.comb += [Assert(dut.drained == (in_flight == 0)), Assert(in_flight == r["in_flight"])]
             m.d.comb += [Assert(ring_write == r["ring_write"])]
-            m.d.comb += [Assert(ring[k].as_value() == r[f"in_flight{k}"]) for k in range(RING_DEPTH)]
+            m.d.comb += [Assert(ring[k].as_value() == r[f"in_flight{k}"]) for k in range(ring_depth(self._cfg))]
         s.ring, s.in_flight = ring, in_flight
 
     def reference_s(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
         """The harness's ``S`` (one copy per set), every lane's tile applied
         in lane order (with ``routing``: each lane's write port is the
         harness's); ``s`` gains ``ref_sets`` and ``added``."""
-        from kaleido.hdl.accumulation_buffer import RING_DEPTH
+        from kaleido.hdl.accumulation_buffer import ring_depth
         from kaleido.hdl.encoding import Phase
 
         cfg, N, r, take, two, ring = self._cfg, dut.n_tokens, s.r, s.take, s.two, s.ring
@@ -213,7 +213,7 @@ class AccumulationBufferSums(Harness):
         for y in range(R):
             for x in range(C):
                 tile = dut.tiles[y][x]
-                ptr = Signal(range(RING_DEPTH), name=f"ref_lane{y}_{x}")
+                ptr = Signal(range(ring_depth(self._cfg)), name=f"ref_lane{y}_{x}")
                 with m.If(tile.valid & (tile.phase == Phase.T3) & take):
                     m.d.sync += ptr.eq(ptr + 1)
                 if self._routing:
@@ -258,7 +258,7 @@ class AccumulationBufferSums(Harness):
     def words_out(self, m: Module, dut: Any, s: SimpleNamespace) -> None:
         """Every word out is the harness's entry (with ``sums``); no FIFO
         over its depth (with ``fifo``); the covers."""
-        from kaleido.hdl.accumulation_buffer import RING_DEPTH
+        from kaleido.hdl.accumulation_buffer import ring_depth
 
         cfg, N, r, take, two = self._cfg, dut.n_tokens, s.r, s.take, s.two
         R, C, B, D = cfg.array_rows, cfg.array_cols, cfg.s_banks, cfg.s_fifo_depth
@@ -294,8 +294,8 @@ class AccumulationBufferSums(Harness):
             Cover(added, "tile_added"),
             Cover(dut.unloaded, "unloaded"),
             Cover(one_bank, "one_bank_all_lanes"),
-            # the ring's bound: RING_DEPTH passes in flight (the routing holds with the ring full)
-            Cover(in_flight == RING_DEPTH, "ring_full"),
+            # the ring's bound: ring_depth(self._cfg) passes in flight (the routing holds with the ring full)
+            Cover(in_flight == ring_depth(self._cfg), "ring_full"),
         ]
         if two:  # the overlap: tiles into a set, the handoff, then tiles into the other set while it unloads
             changed, any_tile = s.changed, s.any_tile

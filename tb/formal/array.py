@@ -186,7 +186,7 @@ class ArraySetQueue(Harness):
         was_held = Signal(name="was_held")
         m.d.sync += was_held.eq(hold)
         for a in range(A):
-            for name in ("loaded", "job_phase", "buf"):
+            for name in ("full0", "full1", "job_phase", "buf0", "buf1"):
                 sig = reg[f"dispatcher{a}.{name}"]
                 before = Signal.like(sig, name=f"dispatcher{a}_{name}_was")
                 m.d.sync += before.eq(sig)

@@ -20,13 +20,15 @@ from .base import (
 
 
 class PassDispatcherFlow(Harness):
-    """The pass dispatcher's framing: a pass is taken only when no beat of
-    the previous one is pending (or its last beat leaves that cycle), so a
-    pass in the buffer is never overwritten; with ``framing``, every beat
-    belongs to a taken pass, its phases come T0, T1, T2, T3, one ``last``
-    each, and a marker (``slot`` 0) is a ``last``. With ``stream``, the
-    stream rule on ``beats``. Covers: a DUAL_LO beat, a marker, each phase's
-    ``last``, two passes."""
+    """The pass dispatcher's framing: at most two passes are open (taken,
+    their T3 ``last`` not yet left), so a pass in a buffer is never
+    overwritten (a pass is taken only while fewer than two are open); with
+    ``framing``, every beat belongs to the oldest open pass, its phases come
+    T0, T1, T2, T3, one ``last`` each, and a marker (``slot`` 0) is a
+    ``last``. With ``stream``, the stream rule on ``beats``. Covers: a
+    DUAL_LO beat, a marker, each phase's ``last``, two passes, a pass taken
+    while another's beats leave, two passes open, and a pass's first beat
+    right after the previous pass's last (back to back)."""
 
     def __init__(
         self,
@@ -45,38 +47,42 @@ class PassDispatcherFlow(Harness):
         p_fire, b_fire = dut.passes.valid & dut.passes.ready, dut.beats.valid & dut.beats.ready
         ctl = dut.beats.payload.ctl
         pass_done = b_fire & ctl.last & (ctl.phase == 3)
-        with m.If(dut.passes.ready & dut.beats.valid):
-            m.d.comb += Assert(pass_done)
+        open_ = Signal(2, name="passes_open")  # taken, their T3 last not yet left
+        m.d.sync += open_.eq(open_ + p_fire - pass_done)
+        m.d.comb += [Assert(open_ <= 2), Assert(~p_fire | (open_ < 2))]
         if self._stream:
             stream_rule(m, dut.beats, "beats")
         if self._framing:
-            open_ = Signal()  # a pass was taken and its T3 last has not left
             expect = Signal(2)
             passes = Signal(2)
+            ended = Signal()  # the previous cycle's beat was a pass's last
+            m.d.sync += ended.eq(pass_done)
             with m.If(b_fire & ctl.last):
                 m.d.sync += expect.eq(expect + 1)
-            with m.If(pass_done):
-                m.d.sync += open_.eq(0)
             with m.If(p_fire):
-                m.d.sync += [open_.eq(1), expect.eq(0), passes.eq(Mux(passes == 3, 3, passes + 1))]
+                m.d.sync += passes.eq(Mux(passes == 3, 3, passes + 1))
             with m.If(dut.beats.valid):
-                m.d.comb += [Assert(open_), Assert(ctl.phase == expect)]
+                m.d.comb += [Assert(open_ != 0), Assert(ctl.phase == expect)]
                 with m.If(~ctl.slot):
                     m.d.comb += Assert(ctl.last)
             m.d.comb += [
                 Cover(b_fire & ctl.slot & (ctl.kind == 1), "dual_lo_beat"),
                 Cover(b_fire & ~ctl.slot & ctl.last, "marker"),
                 Cover(pass_done & (passes == 2), "second_pass_done"),
+                Cover(p_fire & dut.beats.valid, "pass_taken_while_beats_leave"),
+                Cover(open_ == 2, "two_passes_open"),
+                Cover(ended & b_fire & (ctl.phase == 0), "back_to_back"),
             ]
             m.d.comb += [Cover(b_fire & ctl.last & (ctl.phase == p), f"last_T{p}") for p in range(4)]
         if self._payload:
             self._check_payload(m, dut, p_fire, b_fire)
 
     def _check_payload(self, m: Module, dut: Any, p_fire: Value, b_fire: Value) -> None:
-        """Every beat against the pass it belongs to (the last pass taken,
-        kept by the harness; the framing above shows the beat belongs to
-        it). The beat's channels are the matcher's slot (white box: the
-        dispatcher's ``o__payload``, the only place they exist). Per
+        """Every beat against the pass it belongs to (the oldest open pass,
+        kept by the harness in a queue of two; the framing above shows the
+        beat belongs to it). The beat's channels are the matcher's slot
+        (white box: the dispatcher's slot register, the only place they
+        exist). Per
         phase, the needed channels are a reference expression of the pass
         (spec sec. 4 through the shared tables of :mod:`kaleido.encoding`:
         per channel below ``count``, the union of the present PEs' needs,
@@ -95,17 +101,25 @@ class PassDispatcherFlow(Harness):
 
         cfg = self._cfg
         R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
-        cur = Signal.like(dut.passes.payload, name="pass_taken")
-        with m.If(p_fire):
-            m.d.sync += cur.eq(dut.passes.payload)
         beat = dut.beats.payload
         ctl = beat.ctl
-        slot = data.View(matcher_out_layout(B), self.internal["o__payload"])
+        taken = [Signal.like(dut.passes.payload, name=f"pass_taken{i}") for i in range(2)]
+        head, tail = Signal(name="taken_head"), Signal(name="taken_tail")  # the oldest open pass, the next free
+        with m.If(p_fire):
+            m.d.sync += tail.eq(~tail)
+        for i in range(2):
+            with m.If(p_fire & (tail == i)):
+                m.d.sync += taken[i].eq(dut.passes.payload)
+        with m.If(b_fire & ctl.last & (ctl.phase == 3)):
+            m.d.sync += head.eq(~head)
+        cur = Signal.like(dut.passes.payload, name="pass_beating")
+        m.d.comb += cur.eq(Mux(head, taken[1], taken[0]))
+        slot = data.View(matcher_out_layout(B), self.internal["slot"])
         c1, c2 = slot.c1, slot.c2
         issued = Signal(B, name="phase_issued")
         one, two = Signal(B, name="beat_one"), Signal(B, name="beat_two")
         m.d.comb += [one.eq(1 << c1), two.eq(Mux(ctl.kind, 1 << c2, 0))]
-        with m.If(p_fire | (b_fire & ctl.last)):
+        with m.If(b_fire & ctl.last):
             m.d.sync += issued.eq(0)
         with m.Elif(b_fire & ctl.slot):
             m.d.sync += issued.eq(issued | one | two)

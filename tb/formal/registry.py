@@ -270,7 +270,7 @@ _LAT = BEAT_REGISTER + max(
 )
 
 
-_PASS = 4 * SMALL_DISPATCH.batch + 1  # a pass of the small dispatcher: four phases of at most batch beats, one idle
+_PASS = 4 * SMALL_DISPATCH.batch + 1  # a pass of the small dispatcher: four phases of at most batch beats, and one
 
 
 _FORMER_PASSES = _former_passes()
@@ -407,9 +407,10 @@ PROOFS.update(
             "array_set_cover",
             lambda: _array_set(SMALL_ARRAY_SET),
             mode="cover",
-            depth=8,
-            why="four 1x1 arrays: a pass taken at step 0 hands its blocks out from step 1, the set is busy after "
-            "four blocks, and the next pass is taken with the last block",
+            depth=14,
+            why="four 1x1 arrays behind double-buffered dispatchers: a pass taken at step 0 hands its blocks out "
+            "from step 1, the next pass is taken with the last block, and the set is busy only after eight blocks "
+            "(two passes) while the first ones still run",
         ),
         "array_drain": Proof("array_drain", lambda: ArrayDrain(_array(KaleidoConfig.one_array())), depth=3),
         "array_tiles": Proof(
