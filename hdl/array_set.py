@@ -5,11 +5,16 @@ the pass's shape (the paper's), or ``config.n_arrays`` of the
 
 With small arrays, each ``R x C`` pass the engine's pass former offers
 is latched and split into blocks of ``r x c`` units (block ``k = i (C / c)
-+ j``: row units ``i r ..``, column units ``j c ..``). One block a cycle
-goes to the lowest-index array whose dispatcher can take a pass; a block
-with no present row unit or no present column unit goes nowhere (its
-cycle is spent). The next pass is latched in the cycle the last block
-leaves. Each array's PE ``(r', c')`` drains on the engine's tile lane
++ j``: row units ``i r ..``, column units ``j c ..``). The walk moves one
+block a cycle into a stage register, from which it goes to the
+lowest-index array whose dispatcher can take a pass; a block with no
+present row unit or no present column unit goes nowhere (its cycle is
+spent). A block leaves the stage at the earliest
+:data:`~kaleido.config.QUEUE_LATENCY` (2) cycles after its pass is taken.
+The next pass is latched in the cycle the last block enters the stage.
+The stage keeps the walk's block select from fanning out to every
+dispatcher's pass buffer in one cycle (the default core's critical path
+without it). Each array's PE ``(r', c')`` drains on the engine's tile lane
 ``(i r + r', j c + c')`` of its block position (the lanes are the
 accumulation buffer's; which array's block they carry is told by
 ``block_taken``, so the buffer keeps one ring of tokens per array).
@@ -71,26 +76,8 @@ class ArraySet(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        R, C = cfg.array_rows, cfg.array_cols
-        r, c = cfg.sub_shape
-        A = cfg.n_arrays
-        sub = cfg.sub_config()
-        # the buffer's hold freezes every dispatcher with its array: they
-        # run in the arrays' own time (docs/ENGINE.md)
-        freeze = EnableInserter(~self.hold)
-        dispatchers = []
-        for a in range(A):
-            disp, array = PassDispatcher(sub), KaleidoArray(sub)
-            m.submodules[f"dispatcher{a}" if A > 1 else "dispatcher"] = freeze(disp)
-            m.submodules[f"array{a}" if A > 1 else "array"] = array
-            wiring.connect(m, disp.beats, array.slots)
-            m.d.comb += array.hold.eq(self.hold)
-            i, j = divmod(a, C // c)
-            m.d.comb += [self.tiles[i * r + y][j * c + x].eq(array.tiles[y][x]) for y in range(r) for x in range(c)]
-            dispatchers.append(disp)
-
-        if A == 1:
+        dispatchers = self._arrays(m)
+        if self._config.n_arrays == 1:
             disp = dispatchers[0]
             wiring.connect(m, wiring.flipped(self.passes), disp.passes)
             m.d.comb += [
@@ -99,8 +86,42 @@ class ArraySet(wiring.Component):
                 self.idle.eq(1),
             ]
             return m
+        stage_free = Signal()  # the stage can take the walk's block this cycle
+        loaded, fill, units, tokens, empty = self._walk(m, stage_free)
+        self._stage(m, dispatchers, stage_free, loaded, fill, units, tokens, empty)
+        return m
 
-        # ---- the shared queue: one latched pass, one block a cycle ----------
+    def _arrays(self, m: Module) -> list[PassDispatcher]:
+        """The dispatchers and their arrays, each array's PEs on its block's
+        tile lanes; the buffer's hold freezes every dispatcher with its
+        array: they run in the arrays' own time (docs/ENGINE.md)."""
+        cfg = self._config
+        r, c = cfg.sub_shape
+        A = cfg.n_arrays
+        sub = cfg.sub_config()
+        freeze = EnableInserter(~self.hold)
+        dispatchers = []
+        for a in range(A):
+            disp, array = PassDispatcher(sub), KaleidoArray(sub)
+            m.submodules[f"dispatcher{a}" if A > 1 else "dispatcher"] = freeze(disp)
+            m.submodules[f"array{a}" if A > 1 else "array"] = array
+            wiring.connect(m, disp.beats, array.slots)
+            m.d.comb += array.hold.eq(self.hold)
+            i, j = divmod(a, cfg.array_cols // c)
+            m.d.comb += [self.tiles[i * r + y][j * c + x].eq(array.tiles[y][x]) for y in range(r) for x in range(c)]
+            dispatchers.append(disp)
+        return dispatchers
+
+    def _walk(self, m: Module, stage_free: Signal):
+        """The queue's walk: the latched pass and its next block, which
+        moves into the stage (``fill``) when the stage is free or its block
+        leaves this cycle (``stage_free``). Returns ``loaded`` (a pass
+        latched), ``fill`` and the walk block's units, tokens and emptiness (no present row unit or no present column
+        unit)."""
+        cfg = self._config
+        R, C = cfg.array_rows, cfg.array_cols
+        r, c = cfg.sub_shape
+        A = cfg.n_arrays
         cur = Signal.like(self.passes.payload, name="queued_pass")
         cur_tokens = Signal.like(self.pass_tokens, name="queued_tokens")
         loaded = Signal()
@@ -123,34 +144,61 @@ class ArraySet(wiring.Component):
             any_col = any_col | u.present
         m.d.comb += empty.eq(~(any_row & any_col))
 
-        # the lowest-index array that can take a pass
-        ready = [d.passes.ready for d in dispatchers]
-        chosen = Signal(range(A))
-        free = Signal()
-        for a in reversed(range(A)):
-            with m.If(ready[a]):
-                m.d.comb += [chosen.eq(a), free.eq(1)]
-
-        handed = Signal()  # the block leaves this cycle (taken, or empty)
-        offer = Signal()  # a present block, and an array free to take it
-        m.d.comb += [handed.eq(loaded & ~self.hold & (empty | free)), offer.eq(loaded & ~empty & free)]
-        for a, d in enumerate(dispatchers):
-            p = d.passes.payload
-            m.d.comb += [p.rows[y].eq(row_units[y]) for y in range(r)]
-            m.d.comb += [p.cols[x].eq(col_units[x]) for x in range(c)]
-            m.d.comb += [p.count.eq(cur.count), d.passes.valid.eq(offer & (chosen == a))]
-            m.d.comb += self.block_taken[a].eq(offer & (chosen == a) & ~self.hold)
-        m.d.comb += [self.block_tokens.rows[y].eq(row_tokens[y]) for y in range(r)]
-        m.d.comb += [self.block_tokens.cols[x].eq(col_tokens[x]) for x in range(c)]
-        m.d.comb += self.block_tokens.first.eq(cur_tokens.first)
-
-        last_block = handed & (block == A - 1)
-        m.d.comb += [self.passes.ready.eq(~self.hold & (~loaded | last_block)), self.idle.eq(~loaded)]
+        fill = Signal()  # the walk's block moves into the stage this cycle
+        m.d.comb += self.passes.ready.eq(~self.hold & (~loaded | (fill & (block == A - 1))))
         take = self.passes.valid & self.passes.ready
         with m.If(take):
             m.d.sync += [cur.eq(self.passes.payload), cur_tokens.eq(self.pass_tokens), loaded.eq(1), block.eq(0)]
-        with m.Elif(last_block):
+        with m.Elif(fill & (block == A - 1)):
             m.d.sync += [loaded.eq(0), block.eq(0)]
-        with m.Elif(handed):
+        with m.Elif(fill):
             m.d.sync += block.eq(block + 1)
-        return m
+        units = (row_units, col_units, cur.count)
+        tokens = (row_tokens, col_tokens, cur_tokens.first)
+        m.d.comb += fill.eq(loaded & ~self.hold & stage_free)
+        return loaded, fill, units, tokens, empty
+
+    def _stage(self, m: Module, dispatchers, stage_free, loaded, fill, units, tokens, empty) -> None:
+        """The stage register between the walk and the dispatchers (so the
+        walk's block select does not fan out to every dispatcher's pass
+        buffer in one cycle): a staged block leaves in the cycle some
+        dispatcher can take it, to the lowest-index one, or at once if it is
+        empty (its cycle spent)."""
+        cfg = self._config
+        r, c = cfg.sub_shape
+        A = cfg.n_arrays
+        payload = Signal(pass_layout(r, c, cfg.batch), name="staged_block")
+        payload_tokens = Signal.like(self.block_tokens, name="staged_tokens")
+        staged = Signal(name="staged")
+        staged_empty = Signal(name="staged_empty")
+
+        # the lowest-index array that can take a pass
+        chosen = Signal(range(A))
+        free = Signal()
+        for a in reversed(range(A)):
+            with m.If(dispatchers[a].passes.ready):
+                m.d.comb += [chosen.eq(a), free.eq(1)]
+        handed = Signal()  # the staged block leaves this cycle (taken, or empty)
+        offer = Signal()  # a present block, and an array free to take it
+        m.d.comb += [
+            handed.eq(staged & ~self.hold & (staged_empty | free)),
+            offer.eq(staged & ~staged_empty & free),
+            stage_free.eq(~staged | handed),
+            self.idle.eq(~loaded & ~staged),
+        ]
+        for a, d in enumerate(dispatchers):
+            m.d.comb += [d.passes.payload.eq(payload), d.passes.valid.eq(offer & (chosen == a))]
+            m.d.comb += self.block_taken[a].eq(offer & (chosen == a) & ~self.hold)
+        m.d.comb += self.block_tokens.eq(payload_tokens)
+
+        row_units, col_units, count = units
+        row_tokens, col_tokens, first = tokens
+        with m.If(fill):
+            m.d.sync += [payload.rows[y].eq(row_units[y]) for y in range(r)]
+            m.d.sync += [payload.cols[x].eq(col_units[x]) for x in range(c)]
+            m.d.sync += [payload_tokens.rows[y].eq(row_tokens[y]) for y in range(r)]
+            m.d.sync += [payload_tokens.cols[x].eq(col_tokens[x]) for x in range(c)]
+            m.d.sync += [payload.count.eq(count), payload_tokens.first.eq(first)]
+            m.d.sync += [staged.eq(1), staged_empty.eq(empty)]
+        with m.Elif(handed):
+            m.d.sync += staged.eq(0)

@@ -46,6 +46,7 @@ __all__ = [
     "PE_LATENCY",
     "BEAT_REGISTER",
     "DISPATCH_LATENCY",
+    "QUEUE_LATENCY",
     "tile_latency",
     "s_bank",
     "s_bank_offset",
@@ -74,6 +75,12 @@ BEAT_REGISTER = 1
 #: two pass buffers the next pass's beats follow the last beat of the one
 #: before when it was taken at least that long before.
 DISPATCH_LATENCY = 3
+
+#: cycles from the small arrays' shared queue (``ArraySet``) taking a pass
+#: to its first block leaving for a dispatcher, at the earliest: the pass
+#: latch, then the stage register between the walk's block select and the
+#: dispatchers' pass buffers
+QUEUE_LATENCY = 2
 
 
 def tile_latency(r: int, c: int) -> int:

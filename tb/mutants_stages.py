@@ -106,6 +106,14 @@ STAGES = [
         "entry = rings[0][ring_read]",
         "small arrays",
     ),
+    # the model's queue without the RTL's stage: every block a tick early
+    Mutant(
+        "model_queue_no_stage",
+        "kaleido/model/queue.py",
+        "return QUEUE_LATENCY - 1 if buffers == 2 else 0",
+        "return 0",
+        "small arrays",
+    ),
     Mutant(
         "model_queue_trailing",
         "kaleido/model/engine.py",

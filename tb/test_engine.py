@@ -199,25 +199,29 @@ def test_engine_small_arrays_amaranth(kind, grid, split, shape, banks, seed):
 
 def testqueue_ticks_by_hand():
     """The shared queue on a hand-worked case (2 arrays, 3 passes of 2
-    blocks, the fourth block absent): block k leaves at the first tick
-    after the previous block at which some array has a free pass buffer
-    (free from the tick after its block's last beat), to the lowest-index
-    such array; its beats start three ticks later (take, job, slot
-    register) or right after the array's previous block; an absent block
-    spends its cycle. Single-buffered (``buffers=1``, no slot register):
-    only an array whose last block ends by then, two ticks to the beats."""
+    blocks, the fourth block absent): block k leaves the stage at the
+    first tick after the previous block (the first block: two ticks after
+    its pass is taken, latch and stage) at which some array has a free
+    pass buffer (free from the tick after its block's last beat), to the
+    lowest-index such array; its beats start three ticks later (take, job,
+    slot register) or right after the array's previous block; an absent
+    block spends its cycle; a pass is taken when the block before its
+    predecessor's last leaves. Single-buffered (``buffers=1``, no stage,
+    no slot register): only an array whose last block ends by then, two
+    ticks to the beats, a pass taken when its predecessor's last block
+    leaves."""
     from kaleido.model import queue_ticks
 
     present = np.array([True, True, True, False, True, True])
     beats = np.array([3, 1, 2, 0, 1, 4])
     h, who, takes, length, first = queue_ticks(present, beats, 2)
-    # k0 t1 -> a0, beats 4..6; k1 t2 -> a0 (its second buffer), beats 7..7;
-    # k2 t3 -> a1, beats 6..7; k3 absent at 4; k4 t5 -> a1 (a0's buffers
-    # hold k0 to 6), beats 8..8; k5 waits to 7 (k0's buffer) -> a0, beats 10..13
-    assert h.tolist() == [1, 2, 3, 4, 5, 7]
+    # k0 t2 -> a0, beats 5..7; k1 t3 -> a0 (its second buffer), beats 8..8;
+    # k2 t4 -> a1, beats 7..8; k3 absent at 5; k4 t6 -> a1 (a0's buffers
+    # hold k0 to 7), beats 9..9; k5 waits to 8 (k0's buffer) -> a0, beats 11..14
+    assert h.tolist() == [2, 3, 4, 5, 6, 8]
     assert who.tolist() == [0, 0, 1, -1, 1, 0]
-    assert first.tolist() == [4, 7, 6, 0, 8, 10]
-    assert takes.tolist() == [0, 2, 4] and length == 8
+    assert first.tolist() == [5, 8, 7, 0, 9, 11]
+    assert takes.tolist() == [0, 2, 4] and length == 9
     h, who, takes, length, first = queue_ticks(present, beats, 2, buffers=1)
     # k0 t1 -> a0 (beats 3..5); k1 t2 -> a1 (4..4); k2 waits to 4 -> a1 (6..7);
     # k3 absent at 5; k4 t6 -> a0 (8..8); k5 t7 -> a1 (9..12)

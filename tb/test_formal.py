@@ -360,7 +360,7 @@ FORMAL_MUTANTS = [
     Mutant(
         "array_set_busy_array",
         "hdl/array_set.py",
-        "with m.If(ready[a]):",
+        "with m.If(dispatchers[a].passes.ready):",
         "with m.If(1):",
         "small arrays",
     ),
@@ -376,8 +376,8 @@ FORMAL_MUTANTS = [
     Mutant(
         "array_set_ignores_hold",
         "hdl/array_set.py",
-        "handed.eq(loaded & ~self.hold & (empty | free))",
-        "handed.eq(loaded & (empty | free))",
+        "handed.eq(staged & ~self.hold & (staged_empty | free))",
+        "handed.eq(staged & (staged_empty | free))",
         "small arrays",
     ),
     # the queue picks the highest-index free array, not the lowest (the model's queue_ticks' rule)
@@ -388,20 +388,28 @@ FORMAL_MUTANTS = [
         "for a in range(A):",
         "small arrays",
     ),
+    # the queue's stage takes the walk's block while it still holds one that does not leave: a block lost
+    Mutant(
+        "array_set_stage_overwrites",
+        "hdl/array_set.py",
+        "stage_free.eq(~staged | handed)",
+        "stage_free.eq(1)",
+        "small arrays",
+    ),
     # issue 46 item 4, the bounds off by one: the small arrays' queue takes a pass while one is still
     # latched (a second pass in a one-pass queue: blocks lost), or waits for the queue to empty (a
-    # pass not taken in the cycle its last block leaves: one pass fewer than the queue holds)
+    # pass not taken in the cycle its last block enters the stage: one pass fewer than the queue holds)
     Mutant(
         "array_set_takes_while_loaded",
         "hdl/array_set.py",
-        "self.passes.ready.eq(~self.hold & (~loaded | last_block))",
+        "self.passes.ready.eq(~self.hold & (~loaded | (fill & (block == A - 1))))",
         "self.passes.ready.eq(~self.hold)",
         "small arrays",
     ),
     Mutant(
         "array_set_waits_for_empty",
         "hdl/array_set.py",
-        "self.passes.ready.eq(~self.hold & (~loaded | last_block))",
+        "self.passes.ready.eq(~self.hold & (~loaded | (fill & (block == A - 1))))",
         "self.passes.ready.eq(~self.hold & ~loaded)",
         "small arrays",
     ),
@@ -486,6 +494,7 @@ SEEDED = [
     ("array_set_skips_block", "array_set_queue"),
     ("array_set_ignores_hold", "array_set_queue"),
     ("array_set_highest_free", "array_set_queue"),
+    ("array_set_stage_overwrites", "array_set_queue"),
     # the bounds off by one (issue 46 item 4): the queue's one pass (its ready pinned by the walk),
     # a FIFO that holds one entry early (its full state unreached)
     ("array_set_takes_while_loaded", "array_set_queue"),
@@ -510,7 +519,7 @@ SEEDED_TRACES = [
     ("tile_feeder_full_runs", "tile_feeder_flow", 4),
     # the small arrays' queue: a block to a busy array, a block skipped, a block gone under hold
     # (the step case fails at depth 2; from reset each needs a pass and a block handed first: step 2)
-    ("array_set_busy_array", "array_set_queue", 4),
+    ("array_set_busy_array", "array_set_queue", 6),
     ("array_set_skips_block", "array_set_queue", 4),
     ("array_set_ignores_hold", "array_set_queue", 4),
     # a window of 8 strings from reset: the LFSR's 11 draws, then ASSIGN overfills a cluster

@@ -134,8 +134,9 @@ def _queue_cycles(Q, K, grid, split, cfg, matcher):
     a cycle to the lowest-index array with a free pass buffer (two per
     dispatcher, each free from the cycle after its block's last beat), the
     block's beats three cycles after it is taken or right after the array's
-    previous block; the batches back to back. Returns (cycles, beats,
-    blocks)."""
+    previous block; the first block leaves the queue's stage two cycles
+    after the first pass is taken (latch, stage); the batches back to
+    back. Returns (cycles, beats, blocks)."""
     from kaleido.model import array_drain
 
     sub = cfg.sub_config()
@@ -144,7 +145,7 @@ def _queue_cycles(Q, K, grid, split, cfg, matcher):
     for ps in iter_passes(Q, K, grid, split, sub, matcher=matcher):
         beats.setdefault(id(ps.batch), []).append(sum(max(1, len(ps.slots[p])) for p in Phase))
     last = [[-1, -1] for _ in range(cfg.n_arrays)]  # per array: the last beats of its two latest blocks
-    t, end, total, blocks = 0, 0, 0, 0
+    t, end, total, blocks = 1, 0, 0, 0
     for b in beats:  # in loop-nest order
         n = int(np.sqrt(len(beats[b])))
         grid_beats = np.array(beats[b]).reshape(n, n)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import numba
 import numpy as np
 
-from ..config import DISPATCH_LATENCY, KaleidoConfig
+from ..config import DISPATCH_LATENCY, QUEUE_LATENCY, KaleidoConfig
 from .slots import pass_phase_beats
 
 
@@ -21,22 +21,34 @@ def queue_ticks(
     """The shared queue of :class:`~kaleido.hdl.array_set.ArraySet` over
     one batch's blocks in order (``present``: bool ``(K,)``, ``beats``:
     their total beats ``(K,)``), in the arrays' time from the batch's first
-    pass taken (tick 0): block ``k`` leaves at ``h_k``, the first tick
-    after ``h_{k-1}`` (``h_{-1} = 0``) at which some array's dispatcher
-    can take it (an absent block needs no array), to the lowest-index such
-    array (:func:`_queue_run`: ``buffers`` pass buffers per dispatcher, 2
-    as the RTL's). Returns ``(h, array, pass_take, length, first)``: each
-    block's tick and array (-1: absent), the tick each pass is taken (the
-    tick its predecessor's last block leaves; ``K / arrays`` passes), the
-    tick after the last block, and each block's first beat (0: absent)."""
+    pass taken (tick 0): block ``k`` leaves the queue's stage at ``h_k``,
+    the first tick after ``h_{k-1}`` (``h_{-1} = QUEUE_LATENCY - 1``) at
+    which some array's dispatcher can take it (an absent block needs no
+    array), to the lowest-index such array (:func:`_queue_run`: ``buffers``
+    pass buffers per dispatcher, 2 as the RTL's). Returns ``(h, array,
+    pass_take, length, first)``: each block's tick and array (-1: absent),
+    the tick each pass is taken (the tick its predecessor's last block
+    enters the stage, which is the tick the block before that leaves;
+    ``K / arrays`` passes), the tick after the last block, and each block's
+    first beat (0: absent). ``buffers == 1`` is the queue and dispatcher
+    the RTL had before the stage and the second pass buffer: no stage
+    (``h_{-1} = 0``, a pass taken the tick its predecessor's last block
+    leaves)."""
     n = len(beats)
     h = np.zeros(n, dtype=np.int64)
     who = np.full(n, -1, dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
     done = np.full((2, arrays), -1, dtype=np.int64)
-    _queue_run(present, beats, done, buffers, 0, h, who, first)
-    takes = np.concatenate([[0], h[arrays - 1 : -1 : arrays]]) if n else np.zeros(1, dtype=np.int64)
+    _queue_run(present, beats, done, buffers, _queue_start(buffers), h, who, first)
+    lead = 2 if buffers == 2 else 1  # the block whose leaving lets the next pass in
+    takes = np.concatenate([[0], h[arrays - lead : n - lead : arrays]]) if n else np.zeros(1, dtype=np.int64)
     return h, who, takes, int(h[-1]) + 1 if n else 1, first
+
+
+def _queue_start(buffers: int) -> int:
+    """The tick before the first block can leave (:func:`_queue_run`'s
+    ``t``): the stage's, or none with the old single-buffered queue."""
+    return QUEUE_LATENCY - 1 if buffers == 2 else 0
 
 
 @numba.njit(cache=True)
@@ -159,7 +171,7 @@ def queue_end(blocks, arrays: int, buffers: int = 2) -> int:
     if buffers not in (1, 2):
         raise ValueError(f"buffers must be 1 or 2, not {buffers!r}")
     done = np.full((2, arrays), -1, dtype=np.int64)
-    t = 0
+    t = _queue_start(buffers)
     for present, phase in blocks:
         scratch = np.empty(len(present), dtype=np.int64)  # the blocks' ticks, arrays and beats, not needed here
         t = _queue_run(present, phase.sum(axis=1), done, buffers, t, scratch, scratch, scratch)

@@ -409,8 +409,8 @@ PROOFS.update(
             mode="cover",
             depth=14,
             why="four 1x1 arrays behind double-buffered dispatchers: a pass taken at step 0 hands its blocks out "
-            "from step 1, the next pass is taken with the last block, and the set is busy only after eight blocks "
-            "(two passes) while the first ones still run",
+            "from step 2 (latch, stage), the next pass is taken as its last block enters the stage, and the set "
+            "is busy only after eight blocks (two passes) while the first ones still run",
         ),
         "array_drain": Proof("array_drain", lambda: ArrayDrain(_array(KaleidoConfig.one_array())), depth=3),
         "array_tiles": Proof(
