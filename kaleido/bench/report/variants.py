@@ -203,9 +203,9 @@ def designs(rep, plt):
         "`--design paper` (one 4x4 array). `one_array`: `KaleidoConfig.one_array()` / `--design one_array`, "
         'the reuse chosen by the exploration (docs/EXPLORATION.md, "The default design": four accumulators, '
         "per-group thresholds on Q K^T, the engine's run-time `thresholds` port, P V's FULL threshold F = 7) "
-        "on one 4x4 array, P V unpaired: the default until 2026-12-04. `default`: `KaleidoConfig()`, the same "
-        "reuse with each 4x4 pass on sixteen 1x1 arrays behind a shared queue (`sub_arrays=(1, 1)`; the "
-        "queue idles an array one beat after each block) and small-P pairing on P V (`pv_pairs=True`); "
+        "on one 4x4 array, P V unpaired. `default`: `KaleidoConfig()`, the same "
+        "reuse with each 4x4 pass on sixteen 1x1 arrays behind a shared queue (`sub_arrays=(1, 1)`, "
+        "each array's dispatcher with two pass buffers) and small-P pairing on P V (`pv_pairs=True`); "
         "P V runs on the one 4x4 P V array, as the core builds it. PSNR: the attention output the hardware "
         "computes (Q K^T with each group's thresholds, P V with FULL followers only) against int8 attention; "
         "pairing and the small arrays do not change it.",
