@@ -47,6 +47,28 @@ def table_transistors(path=TABLE) -> dict[str, dict]:
     return out
 
 
+def chip_table(est: dict) -> list[str]:
+    """The markdown rows of a chip estimate (``report["chip"]``): the
+    paper's table 2, ours calibrated and ours absolute, in mm^2 and overhead
+    over the dense chip; no rows for an estimate with an ``error``."""
+    if not est or "error" in est:
+        return []
+    rows = [
+        "| chip at the paper's denominator | arrays (mm^2) | dispatchers | buffers | total | dense chip "
+        "| overhead: arrays | dispatchers | total |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, key in (("paper, table 2", "paper"), ("ours, calibrated", "calibrated"), ("ours, absolute", "absolute")):
+        e = est[key]
+        k, o = e["kaleido_mm2"], e["overhead"]
+        dense = f"{e['dense_mm2']['total']:.1f}" if "dense_mm2" in e else "-"
+        rows.append(
+            f"| {label} | {k['arrays']:.1f} | {k['dispatchers']:.1f} | {k['buffers']:.1f} | {k['total']:.1f} "
+            f"| {dense} | {o['arrays']:.1%} | {o['dispatchers']:.1%} | {o['total']:.1%} |"
+        )
+    return rows
+
+
 def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(description="chip area estimate at the paper's denominator (issue 15)")
     ap.add_argument("--report", default="build/synth/report.json", help="make synth report to add `chip` to")

@@ -50,7 +50,7 @@ from ..clock import core_blocks
 from ..config import DESIGNS as CONFIG_DESIGNS
 from ..config import KaleidoConfig
 from ..hdl.emit import DESIGNS
-from .chip import chip_estimate
+from .chip import chip_estimate, chip_table
 from .core import CORE_VARIANTS, DEFAULT_CORES, DEFAULT_FLATTEN, CoreRun, core_report, core_table
 from .hier import Cache, cache_key
 from .tools import (
@@ -465,6 +465,9 @@ def write_table(report: dict, path: str) -> list[str]:
     cores = core_table(report)
     if cores:
         lines += ["", *cores]
+    chip = chip_table(report.get("chip", {}))
+    if chip:
+        lines += ["", *chip]
     paths = _paths_table(report)
     if paths:
         lines += ["", *paths]

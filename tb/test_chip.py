@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from kaleido.synth import flow
-from kaleido.synth.chip import DATA, NEEDED, chip_estimate, main, table_transistors
+from kaleido.synth.chip import DATA, NEEDED, chip_estimate, chip_table, main, table_transistors
 
 
 def test_estimate_from_the_committed_table():
@@ -37,6 +37,22 @@ def test_estimate_from_the_committed_table():
     assert est["paper"]["overhead"]["total"] == pytest.approx(0.079)
     per_disp = 2 * d["detector"]["transistors"] + 2 * d["scheduler"]["transistors"] + 8 * d["matcher"]["transistors"]
     assert est["transistors"]["dispatchers"] == 2048 * per_disp + 16384 * d["pv_dispatcher"]["transistors"]
+
+
+def test_chip_table_rows():
+    """SYNTH_TABLE.md's chip table: one row per estimate, each its areas and
+    overheads (a row whose total is not arrays + dispatchers + buffers, or
+    whose overhead is another kind's, fails); no table for an error."""
+    est = chip_estimate(table_transistors())
+    rows = chip_table(est)
+    assert len(rows) == 5 and rows[0].startswith("| chip at the paper's denominator")
+    for row, kind in zip(rows[2:], ("paper", "calibrated", "absolute"), strict=True):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        k, o = est[kind]["kaleido_mm2"], est[kind]["overhead"]
+        assert float(cells[4]) == pytest.approx(k["arrays"] + k["dispatchers"] + k["buffers"], abs=0.051)
+        assert cells[-1] == f"{o['total']:.1%}" and cells[-3] == f"{o['arrays']:.1%}"
+    assert rows[2].split("|")[-2].strip() == "7.9%"
+    assert chip_table({"error": "designs without a transistor count: ['scheduler']"}) == []
 
 
 def test_missing_design_is_named():
