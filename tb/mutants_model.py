@@ -103,14 +103,14 @@ MODEL = [
     ),
     Mutant(
         "explore_budget_drain",
-        "kaleido/explore/explorer.py",
+        "kaleido/explore/ranking.py",
         's["qk_imbalance"] += r["qk_imbalance_cycles"] + r["qk_drain_cycles"]',
         's["qk_imbalance"] += r["qk_imbalance_cycles"]',
         "exploration",
     ),
     Mutant(
         "explore_shape_cost_schedulers",
-        "kaleido/explore/explorer.py",
+        "kaleido/explore/shape_area.py",
         'b[f"scheduler {16 * rows}"] + b[f"scheduler {16 * cols}"]',
         '2 * b[f"scheduler {16 * rows}"]',
         "exploration",
@@ -126,7 +126,7 @@ MODEL = [
     Mutant("calibrate_group_floor", "kaleido/calibrate.py", "if p < floor:", "if p < floor - 3:", "exploration"),
     Mutant(
         "explore_rank_floor",
-        "kaleido/explore/explorer.py",
+        "kaleido/explore/ranking.py",
         '"meets_floor": min(psnr) >= floor,',
         '"meets_floor": min(psnr) >= floor - 10,',
         "exploration",

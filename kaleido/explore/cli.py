@@ -1,8 +1,9 @@
 """``kaleido explore``'s command line (:func:`main`, :func:`add_arguments`,
-:func:`run`): the candidates (:mod:`kaleido.explore.explorer`), the op
-bounds and their ceilings, or the window PE on them
-(:mod:`kaleido.explore.window_pe`). It is the one module that needs both,
-so neither imports the other's caller."""
+:func:`run`): the candidates' sweep (:mod:`kaleido.explore.explorer`), the op
+bounds and their ceilings (:mod:`kaleido.explore.op_bounds`,
+:mod:`kaleido.explore.bounds_io`), or the window PE on them
+(:mod:`kaleido.explore.window_pe`). It is the one module that needs the
+sweep and the window PE both, so neither imports the other's caller."""
 
 from __future__ import annotations
 
@@ -12,22 +13,16 @@ import os
 import sys
 import time
 
+from ..calibrate import FLOOR
 from . import explorer
-from .explorer import (
-    FLOOR,
-    TUNING,
-    bound_rows,
-    candidates,
-    explore,
-    merge,
-    quick_candidates,
-    rank,
-    rerank,
-    window_bounds,
-    write,
-    write_bounds,
-)
+from .bounds_io import bound_rows, write_bounds
+from .candidate_sets import candidates, quick_candidates
+from .explorer import explore, merge, rerank
+from .op_bounds import window_bounds
+from .ranking import rank
+from .report import write
 from .window_pe import window_pe, write_window_pe
+from .workloads import TUNING
 
 __all__ = ["add_arguments", "run", "main"]
 

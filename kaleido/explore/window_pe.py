@@ -29,23 +29,16 @@ import multiprocessing
 import os
 import sys
 
+from ..calibrate import FLOOR
 from ..golden.grouped import check_group_thresholds
 from ..stage_timing import softmax_stage_cycles
-from .explorer import (
-    CALIBRATION,
-    FLOOR,
-    HELD_OUT,
-    TUNING,
-    calibrated_ceiling,
-    fixed_ceiling,
-    fmt_thresholds,
-    geomean,
-    parse_thresholds,
-    set_stats,
-    stacked_ceiling,
-)
+from .bounds_io import fmt_thresholds, parse_thresholds
+from .ceilings import calibrated_ceiling, fixed_ceiling, set_stats, stacked_ceiling
+from .op_bounds import CALIBRATION
+from .ranking import geomean
 from .row_delta import delta_rows, window_p
 from .window_model import MODES, window_pv_timing, window_qk_timing
+from .workloads import HELD_OUT, TUNING
 
 __all__ = [
     "CHOICES",
