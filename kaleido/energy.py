@@ -112,13 +112,22 @@ _SHARED_BUFFERS: dict[str, tuple[str, int, int, int, int]] = {
 #: the buffers the SRAM traffic goes to, as the default design's core and the
 #: dense core build them (``CoreConfig()``; ``tb/test_sram.py`` checks each
 #: against the elaborated cores): role -> (instance, words, width bits, read
-#: ports, write ports). ``qk_operands``: Q and K as the engine reads them (the
-#: Kaleido engine's four anchor/follower copies, the dense engine's row and
-#: column banks); ``s_acc``: a bank of the ``S`` accumulation buffer;
-#: ``p_tile`` and ``v_tile``: the P V stage's operands; ``o_acc``: the
-#: partial-``O`` accumulator.
+#: ports, write ports). ``qk_operands``: Q and K where the array's passes
+#: read them (the Kaleido engine's sorted memories, which the pass former
+#: reads a pass side a word; the dense engine's row and column banks);
+#: ``qk_copies`` (Kaleido): the engine's anchor and follower copies of Q and
+#: K, written as a head loads and read by the scheduling walk;
+#: ``unit_memory`` (Kaleido): the scheduling stage's unit memories between
+#: the detectors and the sorted memories; ``s_acc``: a bank of the ``S``
+#: accumulation buffer; ``p_tile`` and ``v_tile``: the P V stage's
+#: operands; ``o_acc``: the partial-``O`` accumulator.
 CORE_BUFFERS: dict[str, dict[str, tuple[str, int, int, int, int]]] = {
-    "kaleido": {"qk_operands": ("core.engine.qk_memory.q_anchor_memory", 576, 128, 1, 1), **_SHARED_BUFFERS},
+    "kaleido": {
+        "qk_operands": ("core.engine.scheduling.sorted_rows", 16, 1204, 1, 1),
+        "qk_copies": ("core.engine.qk_memory.q_anchor_memory", 576, 128, 1, 1),
+        "unit_memory": ("core.engine.scheduling.row_units", 32, 288, 1, 1),
+        **_SHARED_BUFFERS,
+    },
     "dense": {"qk_operands": ("core.engine.q_bank0", 144, 128, 1, 1), **_SHARED_BUFFERS},
 }
 
@@ -380,11 +389,15 @@ def _events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> tup
     r, c = config.sub_shape  # beats are summed over the arrays that compute
     ev["reg_byte"] = qa["beats"] * (r * c * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(r, c)) // 8
     ev["sram_read_byte"] = qa["operand_bytes"]
+    ev["sram_write_byte"] = 4 * n * d  # the head's Q and K into the anchor and follower copies
     _sram(tr, "qk_operands", qa["operand_bytes"])
+    _sram(tr, "qk_copies", 0, 4 * n * d)
     _drains(ev, qa["tiles"], config.accumulators, tr, "s_acc")
     # Q K^T, dense
     ev, tr = stages["qk"]["dense"], traffic["qk"]["dense"]
     dense_beats = math.ceil(n / R) * math.ceil(n / C) * d
+    ev["sram_write_byte"] = 2 * n * d  # the head's Q and K into the row and column banks
+    _sram(tr, "qk_operands", 0, 2 * n * d)
     _dense_macs(ev, dense_beats, R, C, tr, "qk_operands", "qk_operands")
     _drains(ev, math.ceil(n / R) * R * math.ceil(n / C) * C * n_batches, 1, tr, "s_acc")
 
@@ -417,12 +430,31 @@ def _events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> tup
         io = stages["io"][design]
         io["dram_byte"] = 4 * n * d  # Q, K, V in, O out
 
-    # dispatch (Kaleido only): detectors, schedulers, matcher
+    # dispatch (Kaleido only): detectors, schedulers, matcher, and the
+    # scheduling stage's buffers
     ev = stages["dispatch"]["kaleido"]
     strings = 2 * sum(len(units(grid, b.axis)) for b in batches(config, grid, split))
     ev["add_8"] = 3 * n * d + strings * 4 * 2 + sum(p["slots"] for p in result.phases.values())
     ev["reg_byte"] = strings * 2  # a 16-bit reuse string per unit and batch
+    _scheduling_traffic(ev, traffic["dispatch"]["kaleido"], grid, split, config)
     return stages, traffic
+
+
+def _scheduling_traffic(ev: dict, tr: dict, grid, split, config: KaleidoConfig) -> None:
+    """The scheduling stage's buffer traffic per batch: the walk reads each
+    unit's anchor and follower of Q and K (four copies, a byte per
+    channel); each side's unit memory takes the detector's unit (anchor
+    value, effective value and 2-bit class per channel: 18 bits) and gives
+    it back as the scheduler emits it into the sorted memory (18 bits per
+    channel: anchor, follower, tag)."""
+    unit_channels = sum(len(units(grid, b.axis)) * len(b.channels) for b in batches(config, grid, split))
+    walk = 4 * unit_channels
+    side = 2 * unit_channels * 18 // 8  # both sides
+    ev["sram_read_byte"] += walk + side
+    ev["sram_write_byte"] += 2 * side
+    _sram(tr, "qk_copies", walk)
+    _sram(tr, "unit_memory", side, side)
+    _sram(tr, "qk_operands", 0, side)
 
 
 def buffer_prices(sram_table=None) -> dict:

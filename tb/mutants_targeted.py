@@ -30,6 +30,14 @@ TARGETED = [
         tests=("tb/test_energy_model.py",),
     ),
     Mutant(
+        "energy_scheduling_one_side",  # the scheduling stage's unit and sorted memories of one side only
+        "kaleido/energy.py",
+        "side = 2 * unit_channels * 18 // 8",
+        "side = unit_channels * 18 // 8",
+        "energy model",
+        tests=("tb/test_energy_model.py",),
+    ),
+    Mutant(
         "energy_pv_one_add",  # P V's combine dropped: one add per product, not two
         "kaleido/energy.py",
         'ev["add_20"] = 2 * pa["products"]  # the combine and the accumulate',

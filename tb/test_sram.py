@@ -197,14 +197,19 @@ def test_traffic_sums_to_the_events(case):
 
 def test_paper_case_traffic_by_hand():
     """The paper 2x2 case (tb/test_energy_model.py's hand counts): Q K^T
-    reads 72 operand bytes and 96 drains x 4 B of S; P V reads 96 operand
+    reads 72 operand bytes (the sorted memories) and 96 drains x 4 B of S,
+    and writes Q and K (20 B each) into the two copies (80 B; the dense
+    banks 40 B); the scheduling stage (dispatch) reads 48 B from the copies
+    and 54 from the unit memories, writes 54 into each of the unit and
+    sorted memories; P V reads 96 operand
     bytes, P of the 2 rows and V of the 2 columns half each, and 64 drains
     of O; dense P V 24 beats x 2 bytes of P and of V; the softmax reads S
     twice (128 B), O (80 B), writes P (16 B) and scaled O (20 B)."""
     cfg, result, pv = stubs("paper-2x2")
     t = buffer_traffic(*head(), GRID, SPLIT, cfg, result, pv)
-    assert t["qk"]["kaleido"] == {"qk_operands": [72, 0], "s_acc": [384, 384]}
-    assert t["qk"]["dense"] == {"qk_operands": [80, 0], "s_acc": [192, 192]}
+    assert t["qk"]["kaleido"] == {"qk_operands": [72, 0], "qk_copies": [0, 80], "s_acc": [384, 384]}
+    assert t["qk"]["dense"] == {"qk_operands": [80, 40], "s_acc": [192, 192]}
+    assert t["dispatch"]["kaleido"] == {"qk_copies": [48, 0], "unit_memory": [54, 54], "qk_operands": [0, 54]}
     assert t["pv"]["kaleido"] == {"p_tile": [48, 0], "v_tile": [48, 0], "o_acc": [256, 256]}
     assert t["pv"]["dense"] == {"p_tile": [48, 0], "v_tile": [48, 0], "o_acc": [256, 256]}
     assert t["softmax"]["kaleido"] == {"s_acc": [128, 0], "p_tile": [0, 16], "o_acc": [80, 20]}
@@ -213,17 +218,22 @@ def test_paper_case_traffic_by_hand():
 def test_sized_energy_by_hand():
     """The paper case's Q K^T under the sized model: the non-SRAM events at
     the document's energies (tb/test_energy_model.py), the operand bytes at
-    the 576 x 128 copy's read per byte, S at the 256 x 23 bank's."""
+    the 16 x 1204 sorted memory's read per byte (ten 120.4-bit macros of
+    240.8 bytes, each priced as the table's smallest, 1 KB, between its
+    64- and 128-bit rows), Q and K at the 576 x 128 copy's write per byte,
+    S at the 256 x 23 bank's."""
     cfg, result, pv = stubs("paper-2x2")
     got = attention_energy(*head(), GRID, SPLIT, cfg, result, None, pv, sram_model="sized")
+    u = math.log2(120.4 / 64)
+    operand = 10 * 0.4303 ** (1 - u) * 0.8763**u * 0.7273 / (1204 / 8)  # pJ per byte of a 1204-bit word
     f = math.log(9216 / 4096) / math.log(4)
-    operand = 1.293 ** (1 - f) * 4.629**f * 0.7273 / 16  # pJ per byte of a 16-byte word
+    copy_write = 3.392 ** (1 - f) * 5.105**f * 0.7273 / 16
     w = math.log2(23 / 16)
     s_read = 0.3857 ** (1 - w) * 0.3455**w * 0.7273 / (23 / 8)
     s_write = 0.3244 ** (1 - w) * 0.5354**w * 0.7273 / (23 / 8)
     # 96 x mul_4x8, 232 x add_20, 480 x acc_write, 777 x reg_byte (test_paper_qk_energy_in_figures)
     logic = 96 * PJ["mul_4x8"] + 232 * PJ["add_20"] + 480 * PJ["acc_write"] + 777 * PJ["reg_byte"]
-    want = logic + 72 * operand + 384 * (s_read + s_write)
+    want = logic + 72 * operand + 80 * copy_write + 384 * (s_read + s_write)
     assert got["by_stage"]["qk"]["kaleido"] == pytest.approx(want, rel=1e-9)
     assert got["by_kind"]["sram_read_byte"]["kaleido"] > 0
     flat = attention_energy(*head(), GRID, SPLIT, cfg, result, None, pv)
