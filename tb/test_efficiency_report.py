@@ -16,18 +16,20 @@ def _row(design: str, error: str | None = None) -> dict:
         "area_ratio": {"core": 2.0, "chip": 1.25},
         "throughput_per_area": {"core": 0.6, "chip": 0.96},
         "energy_ratio": 0.95,
+        "core_sram": {"sized": {"ratio": 1.5}},
         "source": {"report": "build/synth/report.json", "why": "measured on abc"},
     }  # fmt: skip
-    return {"design": design, "cycles": 100, "dense_cycles": 150, "psnr": 45.25, "efficiency": eff}
+    row = {"design": design, "cycles": 100, "dense_cycles": 150, "psnr": 45.25, "efficiency": eff}
+    return {**row, "energy_ratio_sized": 1.05}
 
 
 def test_table_line_per_design():
     lines = table_lines([_row("default"), _row("paper", "no core 'paper' in the report")])
     assert lines[2] == (
-        "| default | 1.500x | 80.0 (100.0) | **1.200x** (0.900x) | 2.00x / 1.250x | **0.60x** / 0.96x "
-        "| 0.950x | 45.2 dB |"
+        "| default | 1.500x | 80.0 (100.0) | **1.200x** (0.900x) | 2.00x (1.50x) / 1.250x | **0.60x** / 0.96x "
+        "| 0.950x / 1.050x | 45.2 dB |"
     )
-    assert lines[3] == "| paper | 1.500x | - | - | - | - | - | 45.2 dB |"
+    assert lines[3] == "| paper | 1.500x | - | - | - | - | - / 1.050x | 45.2 dB |"
     assert "Synthesis figures: build/synth/report.json (measured on abc)." in lines
     assert "Not computed: no core 'paper' in the report" in lines
 

@@ -55,19 +55,21 @@ def design_row(design: str, w, synth_path=None) -> dict:
     dense = core_cycles(w.q, w.k, w.v, w.grid, config, CoreConfig(), variant="dense")
     energy = head_energy(w.q, w.k, w.v, w.grid, w.split, config, scales=w.scales)
     eff = design_efficiency(design, dense / cycles, energy["kaleido_pj"] / energy["dense_pj"], synth_path)
+    sized = energy["sram"]["sized"]
     return {
         "design": design,
         "cycles": cycles,
         "dense_cycles": dense,
         "psnr": _psnr(w, config),
         "efficiency": eff,
+        "energy_ratio_sized": sized["kaleido_pj"] / sized["dense_pj"],
         "events": energy["events"],
     }
 
 
 def _flat(row: dict) -> dict:
     eff = row["efficiency"]
-    out = {k: row[k] for k in ("design", "cycles", "dense_cycles", "psnr")}
+    out = {k: row[k] for k in ("design", "cycles", "dense_cycles", "psnr", "energy_ratio_sized")}
     out["cycle_speedup"] = row["dense_cycles"] / row["cycles"]
     if "error" in eff:
         return {**out, "error": eff["error"]}
@@ -81,6 +83,7 @@ def _flat(row: dict) -> dict:
         "time_speedup_own_blocks": eff["time_speedup_own_blocks"],
         "area_ratio_core": eff["area_ratio"]["core"],
         "area_ratio_chip": eff["area_ratio"]["chip"],
+        "area_ratio_core_sized": eff["core_sram"]["sized"]["ratio"] if eff.get("core_sram") else None,
         "throughput_per_area_core": eff["throughput_per_area"]["core"],
         "throughput_per_area_chip": eff["throughput_per_area"]["chip"],
         "energy_ratio": eff["energy_ratio"],
@@ -91,21 +94,26 @@ def _flat(row: dict) -> dict:
 def table_lines(rows: list[dict]) -> list[str]:
     """The results table (markdown), one line per design and its source."""
     lines = [
-        "| design | cycles vs dense | clock MHz (dense) | time speedup (own blocks) | area (core / chip) "
-        "| throughput per mm^2 (core / chip) | energy vs dense | PSNR vs int8 |",
+        "| design | cycles vs dense | clock MHz (dense) | time speedup (own blocks) "
+        "| area: core (SRAM by size) / chip | throughput per mm^2 (core / chip) "
+        "| energy vs dense: SRAM flat / by size | PSNR vs int8 |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         f = _flat(row)
         if f["error"]:
-            lines.append(f"| {f['design']} | {f['cycle_speedup']:.3f}x | - | - | - | - | - | {f['psnr']:.1f} dB |")
+            lines.append(
+                f"| {f['design']} | {f['cycle_speedup']:.3f}x | - | - | - | - "
+                f"| - / {f['energy_ratio_sized']:.3f}x | {f['psnr']:.1f} dB |"
+            )
             continue
+        sized_area = f"({f['area_ratio_core_sized']:.2f}x) " if f["area_ratio_core_sized"] else ""
         lines.append(
             f"| {f['design']} | {f['cycle_speedup']:.3f}x | {f['kaleido_mhz']:.1f} ({f['dense_mhz']:.1f}) "
             f"| **{f['time_speedup']:.3f}x** ({f['time_speedup_own_blocks']:.3f}x) "
-            f"| {f['area_ratio_core']:.2f}x / {f['area_ratio_chip']:.3f}x "
+            f"| {f['area_ratio_core']:.2f}x {sized_area}/ {f['area_ratio_chip']:.3f}x "
             f"| **{f['throughput_per_area_core']:.2f}x** / {f['throughput_per_area_chip']:.2f}x "
-            f"| {f['energy_ratio']:.3f}x | {f['psnr']:.1f} dB |"
+            f"| {f['energy_ratio']:.3f}x / {f['energy_ratio_sized']:.3f}x | {f['psnr']:.1f} dB |"
         )
     src = next((r["efficiency"]["source"] for r in rows if "source" in r["efficiency"]), None)
     errors = sorted({r["efficiency"]["error"] for r in rows if "error" in r["efficiency"]})
