@@ -31,7 +31,7 @@ FIELDS = ("cells", "flip_flops", "transistors", "gate_depth", "buffer_bits", "lo
 
 def main(argv: list[str]) -> int:
     n_tokens = CoreConfig().tile_tokens  # the core's engine elaborates one tile
-    one, small = KaleidoConfig(), KaleidoConfig(sub_arrays=(1, 1))
+    one, small = KaleidoConfig.one_array(), KaleidoConfig(sub_arrays=(1, 1))
     blocks = {
         "array_set_4x4": lambda: ArraySet(one, n_tokens),
         "array_set_16x1x1": lambda: ArraySet(small, n_tokens),

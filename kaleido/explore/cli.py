@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--jobs", type=int, default=None, help="processes (default every core)")
     p.add_argument("--floor", type=float, default=FLOOR, help=f"PSNR floor in dB (default {FLOOR:g})")
-    p.add_argument("--quick", action="store_true", help="a few candidates on the tuning set only (about a minute)")
+    p.add_argument("--quick", action="store_true", help="a few candidates on the tuning set only (about 15 s)")
     p.add_argument("--family", action="append", default=None, help="only these candidate families (repeatable)")
     p.add_argument("--candidate", action="append", default=None, help="only these candidates, by name (repeatable)")
     p.add_argument("--no-bounds", action="store_true", help="skip the longer-window op bounds")
