@@ -196,7 +196,7 @@ def ceiling(rep, plt):
     ]
     return [
         *head,
-        f'From {source}; docs/EXPLORATION.md, "The ceiling of every lever", has every row. Whole-attention '
+        f'From {source}; docs/EXPLORATION.md, "The ceiling of every lever", explains it; the rows are in docs/report/exploration_bounds.csv. Whole-attention '
         "op bounds at 100 % utilization (each stage's dense cycles over its op bound, the softmax as it is): "
         "windows of w = 2, 4, 8 tokens sharing an anchor (three uniform and three per-group thresholds), "
         "row-side partial reuse, small-P halves on P V and "
