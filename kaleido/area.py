@@ -35,6 +35,56 @@ def _positive(data: dict, section: str, key: str) -> float:
     return float(value)
 
 
+def _chip(arrays_mm2: float, dense_arrays_mm2: float, dispatch_mm2: float, buffers_mm2: float) -> dict:
+    """A Kaleido chip and the dense chip with the same buffers: their parts,
+    totals and the Kaleido chip's overhead over the dense one."""
+    kaleido = arrays_mm2 + dispatch_mm2 + buffers_mm2
+    dense = dense_arrays_mm2 + buffers_mm2
+    return {
+        "kaleido_mm2": {
+            "arrays": arrays_mm2,
+            "dispatchers": dispatch_mm2,
+            "buffers": buffers_mm2,
+            "total": kaleido,
+        },
+        "dense_mm2": {"arrays": dense_arrays_mm2, "buffers": buffers_mm2, "total": dense},
+        "overhead": {
+            "arrays": (arrays_mm2 - dense_arrays_mm2) / dense,
+            "dispatchers": dispatch_mm2 / dense,
+            "total": (kaleido - dense) / dense,
+        },
+    }
+
+
+def _paper_chip(paper: dict) -> dict:
+    """The paper's table 2, as the data file states it."""
+    return {
+        "kaleido_mm2": {
+            "arrays": paper["arrays_mm2"],
+            "dispatchers": paper["dispatcher_mm2"],
+            "buffers": paper["buffers_mm2"],
+            "total": paper["total_mm2"],
+        },
+        "overhead": {
+            "arrays": paper["arrays_overhead"],
+            "dispatchers": paper["dispatcher_overhead"],
+            "total": paper["arrays_overhead"] + paper["dispatcher_overhead"],
+        },
+    }
+
+
+def _chip_transistors(data: dict, tr: dict) -> tuple[int, int, dict, int]:
+    """The paper's configuration in our blocks' transistors: arrays,
+    dispatchers, ``{kaleido, dense}`` arrays' and the dispatchers' total."""
+    arrays = int(_positive(data, "paper", "arrays"))
+    disp = data["dispatcher"]
+    n_disp = arrays // int(_positive(data, "dispatcher", "arrays_per_dispatcher"))
+    per_dispatcher = sum(int(disp[b]) * tr[b] for b in ("detector", "scheduler", "matcher"))
+    t_arrays = {"kaleido": arrays * tr["kaleido_array"], "dense": arrays * tr["baseline_array"]}
+    t_dispatch = n_disp * per_dispatcher + arrays * int(disp["pv_dispatcher_per_array"]) * tr["pv_dispatcher"]
+    return arrays, n_disp, t_arrays, t_dispatch
+
+
 def chip_estimate(designs: dict, data_path=None) -> dict:
     """The chip estimate from synthesized ``designs`` (``{name: {"transistors":
     n, ...}}``, as in ``report["designs"]``). A design missing (its flow
@@ -45,36 +95,12 @@ def chip_estimate(designs: dict, data_path=None) -> dict:
     path = pathlib.Path(DATA if data_path is None else data_path)
     data = tomllib.loads(path.read_text())
     tr = {n: int(designs[n]["transistors"]) for n in NEEDED}
-    paper = data["paper"]
-    arrays = int(_positive(data, "paper", "arrays"))
-    disp = data["dispatcher"]
-    n_disp = arrays // int(_positive(data, "dispatcher", "arrays_per_dispatcher"))
-    per_dispatcher = sum(int(disp[b]) * tr[b] for b in ("detector", "scheduler", "matcher"))
-    t_arrays = {"kaleido": arrays * tr["kaleido_array"], "dense": arrays * tr["baseline_array"]}
-    t_dispatch = n_disp * per_dispatcher + arrays * int(disp["pv_dispatcher_per_array"]) * tr["pv_dispatcher"]
+    paper, disp = data["paper"], data["dispatcher"]
+    arrays, n_disp, t_arrays, t_dispatch = _chip_transistors(data, tr)
     mm2_per_transistor = 1 / (_positive(data, "logic", "transistors_per_mm2") * _positive(data, "logic", "utilization"))
     bits = _positive(data, "paper", "buffer_mb") * 2**20 * 8
     sram_mm2 = bits * _positive(data, "sram", "bitcell_um2") / _positive(data, "sram", "array_efficiency") * 1e-6
-
-    def chip(arrays_mm2: float, dense_arrays_mm2: float, dispatch_mm2: float, buffers_mm2: float) -> dict:
-        kaleido = arrays_mm2 + dispatch_mm2 + buffers_mm2
-        dense = dense_arrays_mm2 + buffers_mm2
-        return {
-            "kaleido_mm2": {
-                "arrays": arrays_mm2,
-                "dispatchers": dispatch_mm2,
-                "buffers": buffers_mm2,
-                "total": kaleido,
-            },
-            "dense_mm2": {"arrays": dense_arrays_mm2, "buffers": buffers_mm2, "total": dense},
-            "overhead": {
-                "arrays": (arrays_mm2 - dense_arrays_mm2) / dense,
-                "dispatchers": dispatch_mm2 / dense,
-                "total": (kaleido - dense) / dense,
-            },
-        }
-
-    absolute = chip(
+    absolute = _chip(
         t_arrays["kaleido"] * mm2_per_transistor,
         t_arrays["dense"] * mm2_per_transistor,
         t_dispatch * mm2_per_transistor,
@@ -83,7 +109,7 @@ def chip_estimate(designs: dict, data_path=None) -> dict:
     # the paper's dense arrays: its Kaleido arrays less its 6.6 % (of its Kaleido chip) overhead
     paper_dense_arrays = paper["arrays_mm2"] - paper["arrays_overhead"] * paper["total_mm2"]
     per_dense_transistor = paper_dense_arrays / t_arrays["dense"]
-    calibrated = chip(
+    calibrated = _chip(
         t_arrays["kaleido"] * per_dense_transistor,
         paper_dense_arrays,
         t_dispatch * per_dense_transistor,
@@ -107,19 +133,7 @@ def chip_estimate(designs: dict, data_path=None) -> dict:
         },
         "absolute": absolute,
         "calibrated": calibrated,
-        "paper": {
-            "kaleido_mm2": {
-                "arrays": paper["arrays_mm2"],
-                "dispatchers": paper["dispatcher_mm2"],
-                "buffers": paper["buffers_mm2"],
-                "total": paper["total_mm2"],
-            },
-            "overhead": {
-                "arrays": paper["arrays_overhead"],
-                "dispatchers": paper["dispatcher_overhead"],
-                "total": paper["arrays_overhead"] + paper["dispatcher_overhead"],
-            },
-        },
+        "paper": _paper_chip(paper),
     }
 
 
