@@ -379,6 +379,47 @@ def _plots(table, out: str) -> list[str]:
     return paths
 
 
+def _check_sweep_args(workers, quality_max_n, quality_rows, energy_table) -> None:
+    """Refuse a bad argument of :func:`sweep` by name."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, not {workers!r}")
+    for name, value in (("quality_max_n", quality_max_n), ("quality_rows", quality_rows)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    if energy_table is not None and not os.path.exists(energy_table):
+        raise FileNotFoundError(f"energy table {energy_table!r} does not exist")
+
+
+def _run_tasks(client, heads, configs, tasks, args: tuple, progress: bool) -> dict[tuple[int, int], dict]:
+    """Every (configuration, head) task on the Dask ``client``: its row, by
+    task (``args``: the quality and energy options :func:`evaluate` takes)."""
+    from distributed import as_completed
+
+    from .progress import batch_progress
+
+    run = uuid.uuid4().hex[:8]
+    quality_max_n, energy_table, quality_rows = args
+    futures = {
+        client.submit(
+            evaluate,
+            heads[h],
+            configs[c],
+            quality_max_n,
+            energy_table,
+            quality_rows,
+            key=f"kaleido-sweep-{run}-{c}-{h}",
+        ): (c, h)
+        for c, h in tasks
+    }
+    rows: dict[tuple[int, int], dict] = {}
+    bar = batch_progress("head") if progress else None
+    for done, fut in enumerate(as_completed(futures), 1):
+        rows[futures[fut]] = fut.result()
+        if bar:
+            bar(done, len(tasks))
+    return rows
+
+
 def sweep(
     directory: str | os.PathLike,
     out: str | os.PathLike,
@@ -398,23 +439,14 @@ def sweep(
     ``LocalCluster`` of ``workers`` processes with one thread each runs and
     is closed at the end."""
     import pandas as pd
-    from distributed import Client, LocalCluster, as_completed
-
-    from .progress import batch_progress
+    from distributed import Client, LocalCluster
 
     heads = discover(directory)
     configs = list(configs or [SweepConfig()])
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, not {workers!r}")
-    for name, value in (("quality_max_n", quality_max_n), ("quality_rows", quality_rows)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, not {value!r}")
-    if energy_table is not None and not os.path.exists(energy_table):
-        raise FileNotFoundError(f"energy table {energy_table!r} does not exist")
+    _check_sweep_args(workers, quality_max_n, quality_rows, energy_table)
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)
     tasks = list(itertools.product(range(len(configs)), range(len(heads))))
-    run = uuid.uuid4().hex[:8]
     t0 = time.perf_counter()
     cluster = None
     if scheduler:
@@ -423,24 +455,7 @@ def sweep(
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = {
-            client.submit(
-                evaluate,
-                heads[h],
-                configs[c],
-                quality_max_n,
-                energy_table,
-                quality_rows,
-                key=f"kaleido-sweep-{run}-{c}-{h}",
-            ): (c, h)
-            for c, h in tasks
-        }
-        rows: dict[tuple[int, int], dict] = {}
-        bar = batch_progress("head") if progress else None
-        for done, fut in enumerate(as_completed(futures), 1):
-            rows[futures[fut]] = fut.result()
-            if bar:
-                bar(done, len(tasks))
+        rows = _run_tasks(client, heads, configs, tasks, (quality_max_n, energy_table, quality_rows), progress)
         where = client.scheduler_info().get("address", scheduler)
         n_workers = len(client.scheduler_info().get("workers", {}))
     finally:
