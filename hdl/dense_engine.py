@@ -18,6 +18,8 @@ Every ``S`` entry is the exact integer ``sum_c Q[i, c] K[j, c]``
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -99,6 +101,17 @@ class DenseEngine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        w = self._parts(m)
+        self._load(m, w)
+        self._walk_state(w)
+        self._fetch(m, w)
+        self._beats(m, w)
+        self._buffer(m, w)
+        self._head(m, w)
+        return m
+
+    def _parts(self, m: Module) -> SimpleNamespace:
+        """The array, the accumulation buffer, the control, the Q and K banks: the namespace the stages share."""
         cfg = self._config
         R, C, B, N = cfg.array_rows, cfg.array_cols, cfg.batch, self.n_tokens
         table = cfg.batches
@@ -107,7 +120,6 @@ class DenseEngine(wiring.Component):
         m.submodules.array = array = DenseArray(cfg)
         m.submodules.accumulator = acc = self.accumulator
         m.submodules.control = control = self.control
-        hold = acc.hold
 
         # ---- the banks: token i of Q in bank i mod R, word (i // R) NB + b
         q_banks = [Memory(shape=8 * B, depth=row_blocks * NB, init=[]) for _ in range(R)]
@@ -116,18 +128,24 @@ class DenseEngine(wiring.Component):
             m.submodules[f"q_bank{r}"] = mem
         for c, mem in enumerate(k_banks):
             m.submodules[f"k_bank{c}"] = mem
+        w = SimpleNamespace(R=R, C=C, B=B, N=N, table=table, NB=NB, row_blocks=row_blocks, col_blocks=col_blocks)
+        w.array, w.acc, w.control, w.hold = array, acc, control, acc.hold
+        w.q_banks, w.k_banks = q_banks, k_banks
+        return w
 
-        # ---- load: Q then K, token by token, batch by batch
+    def _load(self, m: Module, w: SimpleNamespace) -> None:
+        """The load: Q then K, token by token, batch by batch, into the banks; ``loaded`` on the last word."""
+        R, C, N, NB = w.R, w.C, w.N, w.NB
         words = 2 * N * NB
         word = Signal(range(words + 1))
         side_k = Signal()  # loading K
         lane = Signal(range(max(R, C)))  # the token's bank
-        base = Signal(range(max(row_blocks, col_blocks) * NB + 1))  # the token's first word in its bank
+        base = Signal(range(max(w.row_blocks, w.col_blocks) * NB + 1))  # the token's first word in its bank
         lb = Signal(range(NB))  # the batch within the token
         take = self.qk.valid & self.qk.ready
         loaded = Signal()
-        m.d.comb += [self.qk.ready.eq(control.load), loaded.eq(take & (word == words - 1))]
-        for side, banks in ((0, q_banks), (1, k_banks)):
+        m.d.comb += [self.qk.ready.eq(w.control.load), loaded.eq(take & (word == words - 1))]
+        for side, banks in ((0, w.q_banks), (1, w.k_banks)):
             for x, mem in enumerate(banks):
                 wr = mem.write_port()
                 m.d.comb += [
@@ -145,7 +163,12 @@ class DenseEngine(wiring.Component):
                     m.d.sync += [side_k.eq(1), lane.eq(0), base.eq(0)]
         with m.If(loaded):
             m.d.sync += [word.eq(0), side_k.eq(0), lane.eq(0), base.eq(0), lb.eq(0)]
+        w.loaded = loaded
 
+    def _walk_state(self, w: SimpleNamespace) -> None:
+        """The walk's registers (fetch position, fetched pass, pass on the array) and its handshakes."""
+        cfg, R, C, B, NB = self._config, w.R, w.C, w.B, w.NB
+        row_blocks, col_blocks = w.row_blocks, w.col_blocks
         # ---- the walk's fetch position: batch fb, row block fi, column block fj
         fb = Signal(range(NB))
         fi = Signal(range(row_blocks))
@@ -167,27 +190,37 @@ class DenseEngine(wiring.Component):
         cur_q = [Signal(8 * B, name=f"cur_q{r}") for r in range(R)]
         cur_k = [Signal(8 * B, name=f"cur_k{c}") for c in range(C)]
 
-        beats_of = Array(dense_pass_beats(n, cfg) for _, n in table)
-        count_of = Array(n for _, n in table)
-        beat_taken = (cur_left != 0) & ~hold
+        # consume: the fetched pass moves onto the array; fetch: the next pass is read from the banks
+        beat_taken = (cur_left != 0) & ~w.hold
         free = (cur_left == 0) | ((cur_left == 1) & beat_taken)
-        consume = nxt_valid & free & ~hold
-        fetch = control.run & fetching & (~nxt_valid | consume)
+        consume = nxt_valid & free & ~w.hold
+        fetch = w.control.run & fetching & (~nxt_valid | consume)
         final_pass = (fb == NB - 1) & (fi == row_blocks - 1) & (fj == col_blocks - 1)
+        w.fb, w.fi, w.fj, w.q_word, w.k_word, w.fetching = fb, fi, fj, q_word, k_word, fetching
+        w.nxt_valid, w.nxt_i, w.nxt_j, w.nxt_first = nxt_valid, nxt_i, nxt_j, nxt_first
+        w.nxt_beats, w.nxt_count, w.nxt_final = nxt_beats, nxt_count, nxt_final
+        w.cur_left, w.cur_count, w.cur_q, w.cur_k = cur_left, cur_count, cur_q, cur_k
+        w.beat_taken, w.consume, w.fetch, w.final_pass = beat_taken, consume, fetch, final_pass
 
-        q_reads = [mem.read_port() for mem in q_banks]
-        k_reads = [mem.read_port() for mem in k_banks]
+    def _fetch(self, m: Module, w: SimpleNamespace) -> None:
+        """The fetch: the banks' reads of the next pass, the walk's step (column block, row block, batch)."""
+        NB, row_blocks, col_blocks = w.NB, w.row_blocks, w.col_blocks
+        fb, fi, fj, q_word, k_word, fetch = w.fb, w.fi, w.fj, w.q_word, w.k_word, w.fetch
+        beats_of = Array(dense_pass_beats(n, self._config) for _, n in w.table)
+        count_of = Array(n for _, n in w.table)
+        q_reads = [mem.read_port() for mem in w.q_banks]
+        k_reads = [mem.read_port() for mem in w.k_banks]
         m.d.comb += [rd.addr.eq(q_word + fb) for rd in q_reads] + [rd.en.eq(fetch) for rd in q_reads]
         m.d.comb += [rd.addr.eq(k_word + fb) for rd in k_reads] + [rd.en.eq(fetch) for rd in k_reads]
 
         with m.If(fetch):
             m.d.sync += [
-                nxt_i.eq(fi),
-                nxt_j.eq(fj),
-                nxt_first.eq(fb == 0),
-                nxt_beats.eq(beats_of[fb]),
-                nxt_count.eq(count_of[fb]),
-                nxt_final.eq(final_pass),
+                w.nxt_i.eq(fi),
+                w.nxt_j.eq(fj),
+                w.nxt_first.eq(fb == 0),
+                w.nxt_beats.eq(beats_of[fb]),
+                w.nxt_count.eq(count_of[fb]),
+                w.nxt_final.eq(w.final_pass),
                 fj.eq(fj + 1),
                 k_word.eq(k_word + NB),
             ]
@@ -196,34 +229,40 @@ class DenseEngine(wiring.Component):
                 with m.If(fi == row_blocks - 1):
                     m.d.sync += [fi.eq(0), q_word.eq(0), fb.eq(fb + 1)]
                     with m.If(fb == NB - 1):
-                        m.d.sync += [fb.eq(0), fetching.eq(0)]
+                        m.d.sync += [fb.eq(0), w.fetching.eq(0)]
         with m.If(fetch):
-            m.d.sync += nxt_valid.eq(1)
-        with m.Elif(consume):
-            m.d.sync += nxt_valid.eq(0)
+            m.d.sync += w.nxt_valid.eq(1)
+        with m.Elif(w.consume):
+            m.d.sync += w.nxt_valid.eq(0)
+        w.q_reads, w.k_reads = q_reads, k_reads
 
-        # ---- beats: channel k of the batch on beat k, then bubbles
-        with m.If(consume):
-            m.d.sync += [cur_left.eq(nxt_beats), cur_count.eq(nxt_count)]
-            m.d.sync += [cur_q[r].eq(q_reads[r].data) for r in range(R)]
-            m.d.sync += [cur_k[c].eq(k_reads[c].data) for c in range(C)]
-        with m.Elif(beat_taken):
+    def _beats(self, m: Module, w: SimpleNamespace) -> None:
+        """The beats: channel k of the batch on beat k, then bubbles, into the array."""
+        R, C, array = w.R, w.C, w.array
+        cur_left, cur_count, cur_q, cur_k = w.cur_left, w.cur_count, w.cur_q, w.cur_k
+        with m.If(w.consume):
+            m.d.sync += [cur_left.eq(w.nxt_beats), cur_count.eq(w.nxt_count)]
+            m.d.sync += [cur_q[r].eq(w.q_reads[r].data) for r in range(R)]
+            m.d.sync += [cur_k[c].eq(w.k_reads[c].data) for c in range(C)]
+        with m.Elif(w.beat_taken):
             m.d.sync += [cur_left.eq(cur_left - 1), cur_count.eq(Mux(cur_count == 0, 0, cur_count - 1))]
             m.d.sync += [cur_q[r].eq(cur_q[r] >> 8) for r in range(R)]
             m.d.sync += [cur_k[c].eq(cur_k[c] >> 8) for c in range(C)]
         beat = array.slots.payload
         m.d.comb += [
             array.slots.valid.eq(cur_left != 0),
-            array.hold.eq(hold),
+            array.hold.eq(w.hold),
             beat.ctl.slot.eq(cur_count != 0),
             beat.ctl.last.eq(cur_left == 1),
         ]
         m.d.comb += [beat.a[r].eq(cur_q[r][:8]) for r in range(R)]
         m.d.comb += [beat.b[c].eq(cur_k[c][:8]) for c in range(C)]
 
-        # ---- the buffer: the consumed pass's tokens; every drain is a T3 tile
+    def _buffer(self, m: Module, w: SimpleNamespace) -> None:
+        """The accumulation buffer: the consumed pass's tokens; every drain is a T3 tile."""
+        R, C, N, acc = w.R, w.C, w.N, w.acc
         tokens = acc.pass_tokens
-        for side, units, block, size in (("rows", R, nxt_i, R), ("cols", C, nxt_j, C)):
+        for side, units, block, size in (("rows", R, w.nxt_i, R), ("cols", C, w.nxt_j, C)):
             for x in range(units):
                 pair = getattr(tokens, side)[x]
                 tok = block * size + x
@@ -234,10 +273,10 @@ class DenseEngine(wiring.Component):
                     pair.anchor_present.eq(present),
                     pair.follower_present.eq(present),
                 ]
-        m.d.comb += [tokens.first.eq(nxt_first), acc.pass_taken.eq(consume)]
+        m.d.comb += [tokens.first.eq(w.nxt_first), acc.pass_taken.eq(w.consume)]
         for r in range(R):
             for c in range(C):
-                tile = array.tiles[r][c]
+                tile = w.array.tiles[r][c]
                 m.d.comb += [
                     acc.tiles[r][c].valid.eq(tile.valid),
                     acc.tiles[r][c].value.eq(tile.value),
@@ -245,18 +284,19 @@ class DenseEngine(wiring.Component):
                 ]
         wiring.connect(m, acc.s, wiring.flipped(self.s))
 
-        # ---- the head sequence
-        with m.If(loaded):
-            m.d.sync += [fb.eq(0), fi.eq(0), fj.eq(0), q_word.eq(0), k_word.eq(0), fetching.eq(1)]
+    def _head(self, m: Module, w: SimpleNamespace) -> None:
+        """The head sequence: the walk's start, the control's handshakes, ``cycles`` and ``busy``."""
+        acc, control = w.acc, w.control
+        with m.If(w.loaded):
+            m.d.sync += [w.fb.eq(0), w.fi.eq(0), w.fj.eq(0), w.q_word.eq(0), w.k_word.eq(0), w.fetching.eq(1)]
         m.d.comb += [
             acc.unload.eq(control.unload),
             acc.write_set.eq(control.write_set),
             acc.read_set.eq(control.read_set),
-            control.loaded.eq(loaded),
-            control.done.eq(consume & nxt_final),
+            control.loaded.eq(w.loaded),
+            control.done.eq(w.consume & w.nxt_final),
             control.drained.eq(acc.settled),
             control.unloaded.eq(acc.unloaded),
             self.cycles.eq(control.cycles),
             self.busy.eq(control.busy),
         ]
-        return m

@@ -1,7 +1,9 @@
 """Channel matcher (paper fig. 16 right, spec sec. 8): one pass and phase's
 channel needs in, the slot stream out, one slot per cycle."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from types import SimpleNamespace
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -45,6 +47,13 @@ class Matcher(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        w = self._merge(m)
+        self._slot(m, w)
+        self._handshake(m, w)
+        return m
+
+    def _merge(self, m: Module) -> SimpleNamespace:
+        """The feature buffer, the lookahead window and the merge unit: the namespace the stages share."""
         B, L = self._config.batch, self._config.lookahead
         pending = Signal(B)
         half = Signal(B)
@@ -84,19 +93,27 @@ class Matcher(wiring.Component):
         m.d.comb += rest_single.eq((rest != 0) & (rest2 == 0))
         slot_last = Signal()
         m.d.comb += slot_last.eq((rest == 0) | (dual & rest_single))
+        w = SimpleNamespace(pending=pending, half=half, phase=phase, busy=busy, rest=rest, rest2=rest2)
+        w.head_oh, w.partner_oh, w.below, w.dual, w.slot_last = head_oh, partner_oh, below, dual, slot_last
+        return w
 
-        def encode(onehot):
-            # index of a one-hot (or zero) vector: per index bit, the OR of
-            # the channels that have it (no priority chain)
-            width = max(1, (B - 1).bit_length())
-            bits = []
-            for j in range(width):
-                members = [onehot[c] for c in range(B) if (c >> j) & 1]
-                bits.append(Cat(*members).any() if members else Const(0, 1))
-            return Cat(*bits)
+    @staticmethod
+    def _encode(onehot, channels: int) -> Value:
+        """The index of a one-hot (or zero) vector of ``channels`` bits."""
+        # per index bit, the OR of the channels that have it (no priority chain)
+        width = max(1, (channels - 1).bit_length())
+        bits = []
+        for j in range(width):
+            members = [onehot[c] for c in range(channels) if (c >> j) & 1]
+            bits.append(Cat(*members).any() if members else Const(0, 1))
+        return Cat(*bits)
 
+    def _slot(self, m: Module, w: SimpleNamespace) -> None:
+        """The slot out (``o``) and the channels left after it (``remaining``, ``next_rest``)."""
+        B = self._config.batch
+        rest2, dual, partner_oh, head_oh = w.rest2, w.dual, w.partner_oh, w.head_oh
         remaining = Signal(B)
-        m.d.comb += remaining.eq(rest & ~Mux(dual, partner_oh, 0))
+        m.d.comb += remaining.eq(w.rest & ~Mux(dual, partner_oh, 0))
         # ``rest`` after this slot, the channels after the next head: without
         # a merge the head leaves (rest minus its lowest: ``rest2``); with a
         # merge the partner leaves too, and when it was the lowest rest
@@ -104,20 +121,25 @@ class Matcher(wiring.Component):
         rest3 = Signal(B)
         m.d.comb += rest3.eq(rest2 & (rest2 - 1))
         next_rest = Signal(B)
-        m.d.comb += next_rest.eq(Mux(dual, Mux(below == 0, rest3, rest2 & ~partner_oh), rest2))
+        m.d.comb += next_rest.eq(Mux(dual, Mux(w.below == 0, rest3, rest2 & ~partner_oh), rest2))
         m.d.comb += [
-            self.o.valid.eq(busy),
-            self.o.payload.c1.eq(encode(head_oh)),
-            self.o.payload.c2.eq(Mux(dual, encode(partner_oh), encode(head_oh))),
+            self.o.valid.eq(w.busy),
+            self.o.payload.c1.eq(self._encode(head_oh, B)),
+            self.o.payload.c2.eq(Mux(dual, self._encode(partner_oh, B), self._encode(head_oh, B))),
             self.o.payload.dual.eq(dual),
-            self.o.payload.slot.eq(pending != 0),
-            self.o.payload.last.eq(slot_last),
-            self.o.payload.phase.eq(phase),
+            self.o.payload.slot.eq(w.pending != 0),
+            self.o.payload.last.eq(w.slot_last),
+            self.o.payload.phase.eq(w.phase),
         ]
+        w.remaining, w.next_rest = remaining, next_rest
+
+    def _handshake(self, m: Module, w: SimpleNamespace) -> None:
+        """The handshakes: a slot taken leaves the buffers, a job taken loads them."""
+        B, busy, pending, rest = self._config.batch, w.busy, w.pending, w.rest
         done = self.o.valid & self.o.ready & self.o.payload.last
         m.d.comb += self.i.ready.eq(~busy | done)
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += [pending.eq(remaining), rest.eq(next_rest)]
+            m.d.sync += [pending.eq(w.remaining), rest.eq(w.next_rest)]
             with m.If(self.o.payload.last):
                 m.d.sync += busy.eq(0)
         with m.If(self.i.valid & self.i.ready):
@@ -125,9 +147,8 @@ class Matcher(wiring.Component):
             new = Cat(*[need[c] != Need.SKIP for c in range(B)])
             m.d.sync += [
                 busy.eq(1),
-                phase.eq(self.i.payload.phase),
+                w.phase.eq(self.i.payload.phase),
                 pending.eq(new),
                 rest.eq(new & (new - 1)),
-                half.eq(Cat(*[need[c] == Need.HALF for c in range(B)])),
+                w.half.eq(Cat(*[need[c] == Need.HALF for c in range(B)])),
             ]
-        return m

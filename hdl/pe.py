@@ -1,5 +1,7 @@
 """The reuse-aware processing element (paper fig. 13, spec sec. 5-6)."""
 
+from types import SimpleNamespace
+
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -99,10 +101,33 @@ class KaleidoPE(wiring.Component):
                 m.d.comb += x.eq(row.s[lo : lo + 4])
         return x
 
+    @staticmethod
+    def _operand(m: Module, sel, row, name: str) -> Signal:
+        """A multiplier's 9-bit row operand: ``r0``, ``r1`` or ``s`` as
+        ``sel`` (a PvSelect) says, 0 for SKIP."""
+        op = Signal(signed(9), name=name)
+        with m.Switch(sel):
+            with m.Case(PvSelect.R0):
+                m.d.comb += op.eq(row.r0)
+            with m.Case(PvSelect.R1):
+                m.d.comb += op.eq(row.r1)
+            with m.Case(PvSelect.SUM):
+                m.d.comb += op.eq(row.s)
+        return op
+
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        W, n_acc = cfg.acc_width, cfg.accumulators
+        w = self._operands(m)
+        if self._config.pv_pairs:
+            self._pair_operands(m, w)
+        self._multipliers(m, w)
+        self._product_register(m, w)
+        self._accumulators(m, w)
+        self._drain(m, w)
+        return m
+
+    def _operands(self, m: Module) -> SimpleNamespace:
+        """The systolic forwarding and the multipliers' operands; returns the namespace the stages share."""
         row, col, ctl = self.row_in, self.col_in, self.ctl_in
 
         # forward operands and control (systolic)
@@ -124,50 +149,52 @@ class KaleidoPE(wiring.Component):
             sel_b.eq(Mux(dual, PvSelect.R1, sel_a)),
         ]
 
-        def operand(sel, name):
-            op = Signal(signed(9), name=name)
-            with m.Switch(sel):
-                with m.Case(PvSelect.R0):
-                    m.d.comb += op.eq(row.r0)
-                with m.Case(PvSelect.R1):
-                    m.d.comb += op.eq(row.r1)
-                with m.Case(PvSelect.SUM):
-                    m.d.comb += op.eq(row.s)
-            return op
-
-        a_op, b_op = operand(sel_a, "a_op"), operand(sel_b, "b_op")
+        a_op, b_op = self._operand(m, sel_a, row, "a_op"), self._operand(m, sel_b, row, "b_op")
         # multiplier A's nibble port: the unsigned lo(k)
         nib_a = Signal(signed(5))
         m.d.comb += nib_a.eq(Cat(col.k[0:4], Const(0, 1)).as_signed())
         # multiplier B's: signed k[7:4] in FULL8, unsigned in DUAL_LO
         nib = Signal(signed(5))
         m.d.comb += nib.eq(Mux(dual, Cat(col.k[4:8], Const(0, 1)), Cat(col.k[4:8], col.k[7])).as_signed())
-        if cfg.pv_pairs:
-            # paired P V beat: V into the 9-bit ports, each beat's 4-bit P
-            # (its nibble of r0, r1 or s, as k0 / k1 select) into the 5-bit ones
-            pair = pv & dual
-            x_a = self._nibble_operand(m, col.k0, row, 0, "x_a")
-            x_b = self._nibble_operand(m, col.k1, row, 4, "x_b")
-            a_in, b_in = Signal(signed(9)), Signal(signed(9))
-            nib_a_in, nib_b_in = Signal(signed(5)), Signal(signed(5))
-            m.d.comb += [
-                a_in.eq(Mux(pair, col.k.as_signed(), a_op)),
-                b_in.eq(Mux(pair, col.kb.as_signed(), b_op)),
-                nib_a_in.eq(Mux(pair, Cat(x_a, Const(0, 1)), nib_a)),
-                nib_b_in.eq(Mux(pair, Cat(x_b, Const(0, 1)), nib)),
-            ]
-            a_op, b_op, nib_a, nib = a_in, b_in, nib_a_in, nib_b_in
+        return SimpleNamespace(dual=dual, pv=pv, a_op=a_op, b_op=b_op, nib_a=nib_a, nib=nib)
+
+    def _pair_operands(self, m: Module, w: SimpleNamespace) -> None:
+        """Paired P V beats: V into the 9-bit ports, each beat's 4-bit P into the 5-bit ones."""
+        row, col = self.row_in, self.col_in
+        # paired P V beat: V into the 9-bit ports, each beat's 4-bit P
+        # (its nibble of r0, r1 or s, as k0 / k1 select) into the 5-bit ones
+        pair = w.pv & w.dual
+        x_a = self._nibble_operand(m, col.k0, row, 0, "x_a")
+        x_b = self._nibble_operand(m, col.k1, row, 4, "x_b")
+        a_in, b_in = Signal(signed(9)), Signal(signed(9))
+        nib_a_in, nib_b_in = Signal(signed(5)), Signal(signed(5))
+        m.d.comb += [
+            a_in.eq(Mux(pair, col.k.as_signed(), w.a_op)),
+            b_in.eq(Mux(pair, col.kb.as_signed(), w.b_op)),
+            nib_a_in.eq(Mux(pair, Cat(x_a, Const(0, 1)), w.nib_a)),
+            nib_b_in.eq(Mux(pair, Cat(x_b, Const(0, 1)), w.nib)),
+        ]
+        w.a_op, w.b_op, w.nib_a, w.nib = a_in, b_in, nib_a_in, nib_b_in
+
+    def _multipliers(self, m: Module, w: SimpleNamespace) -> None:
+        """The two multipliers and the registers' part decoders (spec sec. 5's table)."""
+        row, col, ctl, n_acc = self.row_in, self.col_in, self.ctl_in, self._config.accumulators
         # multiplier A: a_op * nib_a -> 14-bit signed product
         mul_a = Signal(signed(14))
-        m.d.comb += mul_a.eq(a_op * nib_a)
+        m.d.comb += mul_a.eq(w.a_op * w.nib_a)
         # multiplier B: b_op * nib
         mul_b = Signal(signed(14))
-        m.d.comb += mul_b.eq(b_op * nib)
+        m.d.comb += mul_b.eq(w.b_op * w.nib)
 
         # per register, the parts it adds (spec sec. 5's table, kaleido.encoding)
-        parts_a = register_parts_decoder(m, "parts_a", ctl.phase, row.q0, col.k0, n_acc)
-        parts_b = register_parts_decoder(m, "parts_b", ctl.phase, row.q1, col.k1, n_acc)
+        w.parts_a = register_parts_decoder(m, "parts_a", ctl.phase, row.q0, col.k0, n_acc)
+        w.parts_b = register_parts_decoder(m, "parts_b", ctl.phase, row.q1, col.k1, n_acc)
+        w.mul_a, w.mul_b = mul_a, mul_b
 
+    def _product_register(self, m: Module, w: SimpleNamespace) -> None:
+        """The product register: products, each register's enables, ``last`` and the phase."""
+        ctl, n_acc = self.ctl_in, self._config.accumulators
+        dual, pv, parts_a, parts_b = w.dual, w.pv, w.parts_a, w.parts_b
         # Product register (issue 20): the products, each register's two
         # enables, ``last`` and the phase are registered, and the
         # accumulators add them the next cycle. The multipliers and the
@@ -181,7 +208,7 @@ class KaleidoPE(wiring.Component):
         self.enables = (en_a, en_b)  # the registers' enables, for activity probes (tb/activity.py)
         last = Signal()
         phase = Signal.like(ctl.phase)
-        m.d.sync += [p_a.eq(mul_a), p_b.eq(mul_b), dual_r.eq(dual), last.eq(ctl.last), phase.eq(ctl.phase)]
+        m.d.sync += [p_a.eq(w.mul_a), p_b.eq(w.mul_b), dual_r.eq(dual), last.eq(ctl.last), phase.eq(ctl.phase)]
         for i in range(n_acc):
             # P V mode: R0 adds the whole product x * k; the others add nothing
             pv_en = Const(int(i == 0), 1)
@@ -189,7 +216,12 @@ class KaleidoPE(wiring.Component):
                 en_a[i].eq(ctl.slot & Mux(pv, pv_en, parts_a[i][0])),
                 en_b[i].eq(ctl.slot & Mux(pv, pv_en, Mux(dual, parts_b[i][0], parts_a[i][1]))),
             ]
+        w.p_a, w.p_b, w.dual_r, w.en_a, w.en_b, w.last, w.phase = p_a, p_b, dual_r, en_a, en_b, last, phase
 
+    def _accumulators(self, m: Module, w: SimpleNamespace) -> None:
+        """The accumulators' adders: each register's next value, from its two enables."""
+        W, n_acc = self._config.acc_width, self._config.accumulators
+        p_a, p_b, dual_r, en_a, en_b = w.p_a, w.p_b, w.dual_r, w.en_a, w.en_b
         # M4: multiplier B's product shifted by 4 in FULL8 only
         p_b_sh = Signal(signed(18))
         m.d.comb += p_b_sh.eq(Mux(dual_r, p_b, p_b << 4))
@@ -211,8 +243,13 @@ class KaleidoPE(wiring.Component):
                 with m.Default():
                     m.d.comb += addend.eq(0)
             m.d.comb += new[i].eq(regs[i] + addend)
+        w.regs, w.new = regs, new
 
-        with m.If(last):
+    def _drain(self, m: Module, w: SimpleNamespace) -> None:
+        """The drain: on ``last`` R0 into ``tile`` and the register moves of spec sec. 5."""
+        W, n_acc = self._config.acc_width, self._config.accumulators
+        regs, new, phase = w.regs, w.new, w.phase
+        with m.If(w.last):
             m.d.sync += [self.tile.valid.eq(1), self.tile.phase.eq(phase), self.tile.value.eq(new[0])]
             zero = Const(0, signed(W))
             moves = {  # next value of each register after the phase's drain
@@ -227,4 +264,3 @@ class KaleidoPE(wiring.Component):
                         m.d.sync += [r.eq(v) for r, v in zip(regs, nxt, strict=True)]
         with m.Else():
             m.d.sync += [self.tile.valid.eq(0)] + [r.eq(v) for r, v in zip(regs, new, strict=True)]
-        return m

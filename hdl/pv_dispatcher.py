@@ -2,6 +2,8 @@
 out, with the V reuse detector in front (docs/DESIGN.md, "P V on the
 array"; the rule is :mod:`kaleido.golden.pv`'s)."""
 
+from types import SimpleNamespace
+
 from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -146,9 +148,18 @@ class PvDispatcher(wiring.Component):
         (``pend``: its rows' nibbles, its columns' V and selects); a beat
         is one half (FULL8) or two small halves (DUAL_LO: half A's nibbles
         low, V in ``k``, select in ``k0``; half B's high, ``kb``, ``k1``)."""
-        cfg = self._config
-        R, C = cfg.array_rows, cfg.array_cols
-        beat = self.beats.payload
+        w = SimpleNamespace(det=det, side=side, pre=pre, single=single, second=second, final=final)
+        w.sel1, w.sel2 = sel1, sel2
+        self._small_halves(m, w)
+        self._held_half(m, w)
+        self._pair_choice(m, w)
+        self._pair_beat(m, w)
+        self._pair_step(m, w)
+
+    def _small_halves(self, m: Module, w: SimpleNamespace) -> None:
+        """Pairing: which of the unit's halves are small (``s1``, ``s2``), from its P registered with it."""
+        R, C = self._config.array_rows, self._config.array_cols
+        det, side = w.det, w.side
         u = self.units.payload
         o = det.o.payload
         # does some row's r0 / r1 / r0 + r1 reach 16: registered with the unit
@@ -169,10 +180,16 @@ class PvDispatcher(wiring.Component):
 
         v1 = [o.anchor[c] for c in range(C)]
         v2 = [side.v_f[c] for c in range(C)]
-        s1, s2 = Signal(), Signal()
-        m.d.comb += [s1.eq(small(v1, sel1)), s2.eq(small(v2, sel2))]
-        two = ~single
+        # both unnamed (``$signal``) as before the split, where ``s1`` was a comprehension's cell and
+        # the tracer found no name in this line
+        s1, s2 = Signal(name="$signal"), Signal(name="$signal")
+        m.d.comb += [s1.eq(small(v1, w.sel1)), s2.eq(small(v2, w.sel2))]
+        w.v1, w.v2, w.s1, w.s2 = v1, v2, s1, s2
 
+    def _held_half(self, m: Module, w: SimpleNamespace) -> None:
+        """Pairing: the held half's registers and the unit's rows as nibbles (``cur``)."""
+        R, C = self._config.array_rows, self._config.array_cols
+        side = w.side
         # the held half: its rows' nibbles (and their 5-bit sum), V, selects
         nib = data.StructLayout({"r0": 4, "r1": 4, "s": 5})
         pend_valid = Signal()
@@ -187,7 +204,13 @@ class PvDispatcher(wiring.Component):
                 cur[r].s.eq(side.p_a[r][0:4] + side.p_f[r][0:4]),
             ]
         paired_done = Signal()  # the unit's small half went with ``pend``: its big one is next
+        w.nib, w.pend_valid, w.pend_rows, w.pend_v, w.pend_sel = nib, pend_valid, pend_rows, pend_v, pend_sel
+        w.cur, w.paired_done = cur, paired_done
 
+    def _pair_choice(self, m: Module, w: SimpleNamespace) -> None:
+        """Pairing: the cycle's choice, two halves or one, and which."""
+        side, s1, s2, pend_valid, final = w.side, w.s1, w.s2, w.pend_valid, w.final
+        two = ~w.single
         # the cycle's choice: ``pair`` (two halves) or one; ``a_pend``: the
         # (first) half is the held one; ``use_h2``: the unit's half in use
         # (alone, or the pair's second) is its second; ``final``: the unit
@@ -197,8 +220,8 @@ class PvDispatcher(wiring.Component):
             Signal(name=n) for n in ("pair", "a_pend", "use_h2", "store", "drop", "flush")
         )
         m.d.comb += flush.eq(side.last & pend_valid & ~((~two & s1) | (two & (s1 ^ s2))))
-        with m.If(second):
-            m.d.comb += [use_h2.eq(~paired_done | s1), final.eq(1)]
+        with m.If(w.second):
+            m.d.comb += [use_h2.eq(~w.paired_done | s1), final.eq(1)]
         with m.Elif(flush):
             m.d.comb += [a_pend.eq(1), drop.eq(1)]
         with m.Elif(~two):
@@ -209,7 +232,14 @@ class PvDispatcher(wiring.Component):
             m.d.comb += [pair.eq(1), a_pend.eq(1), use_h2.eq(s2), drop.eq(1)]
         with m.Elif((s1 ^ s2) & ~side.last):
             m.d.comb += [use_h2.eq(s1), store.eq(1), final.eq(1)]
-        m.d.comb += beat.ctl.kind.eq(Mux(pair, SlotKind.DUAL_LO, SlotKind.FULL8))
+        m.d.comb += self.beats.payload.ctl.kind.eq(Mux(pair, SlotKind.DUAL_LO, SlotKind.FULL8))
+        w.pair, w.a_pend, w.use_h2, w.store, w.drop, w.flush = pair, a_pend, use_h2, store, drop, flush
+
+    def _pair_beat(self, m: Module, w: SimpleNamespace) -> None:
+        """Pairing: the beat's rows and columns, one half or two."""
+        R, C = self._config.array_rows, self._config.array_cols
+        beat, side, cur, pend_rows, pair, a_pend = self.beats.payload, w.side, w.cur, w.pend_rows, w.pair, w.a_pend
+        v1, v2, sel1, sel2, use_h2 = w.v1, w.v2, w.sel1, w.sel2, w.use_h2
         # the unit's half in use
         hv = [Mux(use_h2, v2[c], v1[c]) for c in range(C)]
         hsel = [Mux(use_h2, sel2[c], sel1[c]) for c in range(C)]
@@ -217,27 +247,33 @@ class PvDispatcher(wiring.Component):
         # then stays a wire of continuous assignments in the emitted Verilog
         # (an If makes it a reg whose constant fields Icarus leaves X)
         for r in range(R):
-            a = data.View(nib, Mux(a_pend, pend_rows[r].as_value(), cur[r].as_value()))
+            a = data.View(w.nib, Mux(a_pend, pend_rows[r].as_value(), cur[r].as_value()))
             p, row = pend_rows[r], beat.rows[r]
             m.d.comb += [
                 row.r0.eq(Mux(pair, Cat(a.r0, cur[r].r0), Mux(a_pend, p.r0, side.p_a[r]))),
                 row.r1.eq(Mux(pair, Cat(a.r1, cur[r].r1), Mux(a_pend, p.r1, side.p_f[r]))),
-                row.s.eq(Mux(pair, Cat(a.s[0:4], cur[r].s[0:4]), Mux(a_pend, p.s, pre[r]))),
+                row.s.eq(Mux(pair, Cat(a.s[0:4], cur[r].s[0:4]), Mux(a_pend, p.s, w.pre[r]))),
             ]
         for c in range(C):
             col = beat.cols[c]
             m.d.comb += [
-                col.k.eq(Mux(a_pend, pend_v[c], Mux(pair, v1[c], hv[c]))),
-                col.k0.eq(Mux(a_pend, pend_sel[c], Mux(pair, sel1[c], hsel[c]))),
+                col.k.eq(Mux(a_pend, w.pend_v[c], Mux(pair, v1[c], hv[c]))),
+                col.k0.eq(Mux(a_pend, w.pend_sel[c], Mux(pair, sel1[c], hsel[c]))),
                 col.kb.eq(Mux(pair, hv[c], 0)),
                 col.k1.eq(Mux(pair, hsel[c], 0)),
             ]
+
+    def _pair_step(self, m: Module, w: SimpleNamespace) -> None:
+        """Pairing: on a beat taken, the unit's next half and the held half's update."""
+        C = self._config.array_cols
+        second, final, flush, pair, s1, v1, v2 = w.second, w.final, w.flush, w.pair, w.s1, w.v1, w.v2
+        sel1, sel2, pend_valid, pend_v, pend_sel = w.sel1, w.sel2, w.pend_valid, w.pend_v, w.pend_sel
         with m.If(self.beats.valid & self.beats.ready):
-            m.d.sync += [second.eq(~final & ~flush), paired_done.eq(~final & ~flush & pair)]
-            with m.If(drop):
+            m.d.sync += [second.eq(~final & ~flush), w.paired_done.eq(~final & ~flush & pair)]
+            with m.If(w.drop):
                 m.d.sync += pend_valid.eq(0)
-            with m.If(store):
+            with m.If(w.store):
                 # the small half: the first when s1 (the big second went out)
-                m.d.sync += [pend_valid.eq(1), pend_rows.eq(cur)]
+                m.d.sync += [pend_valid.eq(1), w.pend_rows.eq(w.cur)]
                 m.d.sync += [pend_v[c].eq(Mux(s1, v1[c], v2[c])) for c in range(C)]
                 m.d.sync += [pend_sel[c].eq(Mux(s1, sel1[c], sel2[c])) for c in range(C)]

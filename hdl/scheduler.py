@@ -1,6 +1,8 @@
 """Hamming-clustering scheduler (paper fig. 16 left, spec sec. 8)."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from types import SimpleNamespace
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,6 +68,24 @@ class Scheduler(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        w = self._registers(m)
+        self._outputs(m, w)
+        with m.FSM() as fsm:
+            with m.State("LOAD"):
+                self._load(m, w)
+            with m.State("DRAW"):
+                self._draw(m, w)
+            with m.State("ASSIGN"):
+                self._assign(m, w)
+            with m.State("SKIP_EMPTY"):
+                self._skip_empty(m, w)
+            with m.State("OUTPUT"):
+                self._output(m, w)
+        m.d.comb += [self.i.ready.eq(fsm.ongoing("LOAD")), self.o.valid.eq(fsm.ongoing("OUTPUT"))]
+        return m
+
+    def _registers(self, m: Module) -> SimpleNamespace:
+        """The window's registers, the delayed cluster write, capacity and pivots: the namespace the states share."""
         B = self._config.batch
         K = CLUSTERS
         WINDOW = self._window
@@ -105,104 +125,127 @@ class Scheduler(wiring.Component):
         m.d.comb += cap.eq((count + (K - 1)) >> 2)
         need_piv = Signal(range(K + 1))
         m.d.comb += need_piv.eq(Mux(count < K, count, K))
+        w = SimpleNamespace(B=B, K=K, WINDOW=WINDOW, queue=queue, clusters=clusters, fill=fill, pivots=pivots)
+        w.pivot_str, w.n_piv, w.count, w.pos, w.lfsr = pivot_str, n_piv, count, pos, lfsr
+        w.out_cluster, w.out_pos, w.s_r, w.pos_s, w.s_v, w.dist_r = out_cluster, out_pos, s_r, pos_s, s_v, dist_r
+        w.pos_r, w.assign_v, w.cap_r, w.has_pivot, w.cap, w.need_piv = pos_r, assign_v, cap_r, has_pivot, cap, need_piv
+        w.wr_v, w.wr_cluster, w.wr_index, w.wr_pos = wr_v, wr_cluster, wr_index, wr_pos
+        return w
 
+    def _outputs(self, m: Module, w: SimpleNamespace) -> None:
+        """The output stream's payload and ``is_last``, outside the state machine."""
         # The stream outputs are driven outside the FSM body, from
         # fsm.ongoing(): that emits continuous assignments. Decoded inside a
         # state they become always @* blocks, which Icarus under cocotb leaves
         # at X until the state first changes.
+        fill, out_cluster, out_pos = w.fill, w.out_cluster, w.out_pos
         later = Const(0)
-        for j in range(K):
+        for j in range(w.K):
             later = later | ((j > out_cluster) & (fill[j] != 0))
         is_last = Signal()
         m.d.comb += [
             is_last.eq((out_pos + 1 == fill[out_cluster]) & ~later),
-            self.o.payload.index.eq(Array(clusters)[out_cluster][out_pos]),
+            self.o.payload.index.eq(Array(w.clusters)[out_cluster][out_pos]),
             self.o.payload.cluster.eq(out_cluster),
             self.o.payload.last.eq(is_last),
         ]
-        with m.FSM() as fsm:
-            with m.State("LOAD"):
-                with m.If(self.i.valid):
-                    m.d.sync += [queue[count].eq(self.i.payload.string), count.eq(count + 1)]
-                    with m.If(self.i.payload.last | (count == WINDOW - 1)):
-                        m.d.sync += n_piv.eq(0)
-                        m.next = "DRAW"
-            with m.State("DRAW"):
-                nxt = _lfsr_leap(lfsr, lfsr_steps(WINDOW))
-                idx = nxt[: pivot_bits(WINDOW)]
-                dup = Const(0)
-                for j in range(K):
-                    dup = dup | ((j < n_piv) & (pivots[j] == idx))
-                m.d.sync += lfsr.eq(nxt)
-                with m.If((idx < count) & ~dup):
-                    m.d.sync += [pivots[n_piv].eq(idx), n_piv.eq(n_piv + 1)]
-                    for j in range(K):
-                        with m.If(n_piv == j):
-                            m.d.sync += pivot_str[j].eq(queue[idx])
-                    with m.If(n_piv + 1 == need_piv):
-                        m.d.sync += [pos.eq(0), s_v.eq(0), assign_v.eq(0)] + [f.eq(0) for f in fill]
-                        # the window's capacity and pivot count, fixed for ASSIGN (registered: off its path)
-                        m.d.sync += [cap_r.eq(cap)] + [has_pivot[j].eq(j < need_piv) for j in range(K)]
-                        m.next = "ASSIGN"
-            with m.State("ASSIGN"):
-                # Three stages (issue 20): stage 0 reads string ``pos`` out
-                # of the queue (a 64:1 multiplexer) into ``s_r``; stage 1
-                # registers its Hamming distance to each pivot (XOR and a
-                # balanced adder tree); stage 2 sends the string to its
-                # nearest non-full cluster. Distances do not depend on the
-                # fills, so the stages never conflict; the window takes two
-                # cycles more than one string per cycle (``schedule_cycles``).
-                with m.If(pos < count):
-                    m.d.sync += [s_r.eq(queue[pos]), pos_s.eq(pos), pos.eq(pos + 1)]
-                m.d.sync += s_v.eq(pos < count)
-                with m.If(s_v):
-                    for j in range(K):
-                        m.d.sync += dist_r[j].eq(popcount(s_r ^ pivot_str[j]))
-                    m.d.sync += pos_r.eq(pos_s)
-                m.d.sync += assign_v.eq(s_v)
+        w.is_last = is_last
 
-                # nearest non-full cluster, ties to the lowest index: a
-                # tournament (pairs, then their winners) instead of a chain
-                def pick(a, b):
-                    (ia, da, oa), (ib, db, ob) = a, b
-                    first = ~ob | (oa & (da <= db))  # neither ok: the lower index, as the chain did
-                    return Mux(first, ia, ib), Mux(first, da, db), oa | ob
+    def _load(self, m: Module, w: SimpleNamespace) -> None:
+        """LOAD: one string a cycle into the queue until a window's worth or ``last``."""
+        count = w.count
+        with m.If(self.i.valid):
+            m.d.sync += [w.queue[count].eq(self.i.payload.string), count.eq(count + 1)]
+            with m.If(self.i.payload.last | (count == w.WINDOW - 1)):
+                m.d.sync += w.n_piv.eq(0)
+                m.next = "DRAW"
 
-                cands = [(Const(j, range(K)), dist_r[j], has_pivot[j] & (fill[j] < cap_r)) for j in range(K)]
-                while len(cands) > 1:
-                    cands = [
-                        pick(cands[i], cands[i + 1]) if i + 1 < len(cands) else cands[i]
-                        for i in range(0, len(cands), 2)
-                    ]
-                best = cands[0][0]
-                with m.If(assign_v):
-                    # the cluster entry is written a cycle later (wr_*): only
-                    # the fill count is on the argmin's path
-                    m.d.sync += [wr_v.eq(1), wr_cluster.eq(best), wr_pos.eq(pos_r)]
-                    for j in range(K):
-                        with m.If(best == j):
-                            m.d.sync += [wr_index.eq(fill[j]), fill[j].eq(fill[j] + 1)]
-                    with m.If(pos_r + 1 == count):
-                        m.d.sync += [out_cluster.eq(0), out_pos.eq(0), s_v.eq(0), assign_v.eq(0)]
-                        m.next = "SKIP_EMPTY"
-            with m.State("SKIP_EMPTY"):
-                # advance to the next cluster that has entries to send
-                with m.If(out_pos < fill[out_cluster]):
-                    m.next = "OUTPUT"
-                with m.Elif(out_cluster == K - 1):
-                    m.d.sync += count.eq(0)
-                    m.next = "LOAD"
-                with m.Else():
-                    m.d.sync += [out_cluster.eq(out_cluster + 1), out_pos.eq(0)]
-            with m.State("OUTPUT"):
-                with m.If(self.o.ready):
-                    with m.If(is_last):
-                        m.d.sync += count.eq(0)
-                        m.next = "LOAD"
-                    with m.Elif(out_pos + 1 == fill[out_cluster]):
-                        m.d.sync += [out_cluster.eq(out_cluster + 1), out_pos.eq(0)]
-                        m.next = "SKIP_EMPTY"
-                    with m.Else():
-                        m.d.sync += out_pos.eq(out_pos + 1)
-        m.d.comb += [self.i.ready.eq(fsm.ongoing("LOAD")), self.o.valid.eq(fsm.ongoing("OUTPUT"))]
-        return m
+    def _draw(self, m: Module, w: SimpleNamespace) -> None:
+        """DRAW: one leap-forward LFSR draw a cycle until ``min(4, m)`` distinct pivots below ``m``."""
+        K, n_piv, pivots, need_piv = w.K, w.n_piv, w.pivots, w.need_piv
+        nxt = _lfsr_leap(w.lfsr, lfsr_steps(w.WINDOW))
+        idx = nxt[: pivot_bits(w.WINDOW)]
+        dup = Const(0)
+        for j in range(K):
+            dup = dup | ((j < n_piv) & (pivots[j] == idx))
+        m.d.sync += w.lfsr.eq(nxt)
+        with m.If((idx < w.count) & ~dup):
+            m.d.sync += [pivots[n_piv].eq(idx), n_piv.eq(n_piv + 1)]
+            for j in range(K):
+                with m.If(n_piv == j):
+                    m.d.sync += w.pivot_str[j].eq(w.queue[idx])
+            with m.If(n_piv + 1 == need_piv):
+                m.d.sync += [w.pos.eq(0), w.s_v.eq(0), w.assign_v.eq(0)] + [f.eq(0) for f in w.fill]
+                # the window's capacity and pivot count, fixed for ASSIGN (registered: off its path)
+                m.d.sync += [w.cap_r.eq(w.cap)] + [w.has_pivot[j].eq(j < need_piv) for j in range(K)]
+                m.next = "ASSIGN"
+
+    def _assign(self, m: Module, w: SimpleNamespace) -> None:
+        """ASSIGN: each string to its nearest non-full cluster, in three pipeline stages."""
+        # Three stages (issue 20): stage 0 reads string ``pos`` out
+        # of the queue (a 64:1 multiplexer) into ``s_r``; stage 1
+        # registers its Hamming distance to each pivot (XOR and a
+        # balanced adder tree); stage 2 sends the string to its
+        # nearest non-full cluster. Distances do not depend on the
+        # fills, so the stages never conflict; the window takes two
+        # cycles more than one string per cycle (``schedule_cycles``).
+        K, pos, count, s_r, s_v, fill = w.K, w.pos, w.count, w.s_r, w.s_v, w.fill
+        with m.If(pos < count):
+            m.d.sync += [s_r.eq(w.queue[pos]), w.pos_s.eq(pos), pos.eq(pos + 1)]
+        m.d.sync += s_v.eq(pos < count)
+        with m.If(s_v):
+            for j in range(K):
+                m.d.sync += w.dist_r[j].eq(popcount(s_r ^ w.pivot_str[j]))
+            m.d.sync += w.pos_r.eq(w.pos_s)
+        m.d.sync += w.assign_v.eq(s_v)
+        best = self._nearest(w)
+        with m.If(w.assign_v):
+            # the cluster entry is written a cycle later (wr_*): only
+            # the fill count is on the argmin's path
+            m.d.sync += [w.wr_v.eq(1), w.wr_cluster.eq(best), w.wr_pos.eq(w.pos_r)]
+            for j in range(K):
+                with m.If(best == j):
+                    m.d.sync += [w.wr_index.eq(fill[j]), fill[j].eq(fill[j] + 1)]
+            with m.If(w.pos_r + 1 == count):
+                m.d.sync += [w.out_cluster.eq(0), w.out_pos.eq(0), s_v.eq(0), w.assign_v.eq(0)]
+                m.next = "SKIP_EMPTY"
+
+    @staticmethod
+    def _nearest(w: SimpleNamespace) -> Value:
+        """ASSIGN's argmin: the nearest non-full cluster, ties to the lowest index."""
+
+        # a tournament (pairs, then their winners) instead of a chain
+        def pick(a, b):
+            (ia, da, oa), (ib, db, ob) = a, b
+            first = ~ob | (oa & (da <= db))  # neither ok: the lower index, as the chain did
+            return Mux(first, ia, ib), Mux(first, da, db), oa | ob
+
+        K, fill, has_pivot, cap_r = w.K, w.fill, w.has_pivot, w.cap_r
+        cands = [(Const(j, range(K)), w.dist_r[j], has_pivot[j] & (fill[j] < cap_r)) for j in range(K)]
+        while len(cands) > 1:
+            cands = [pick(cands[i], cands[i + 1]) if i + 1 < len(cands) else cands[i] for i in range(0, len(cands), 2)]
+        return cands[0][0]
+
+    def _skip_empty(self, m: Module, w: SimpleNamespace) -> None:
+        """SKIP_EMPTY: advance to the next cluster that has entries to send."""
+        out_cluster, out_pos = w.out_cluster, w.out_pos
+        with m.If(out_pos < w.fill[out_cluster]):
+            m.next = "OUTPUT"
+        with m.Elif(out_cluster == w.K - 1):
+            m.d.sync += w.count.eq(0)
+            m.next = "LOAD"
+        with m.Else():
+            m.d.sync += [out_cluster.eq(out_cluster + 1), out_pos.eq(0)]
+
+    def _output(self, m: Module, w: SimpleNamespace) -> None:
+        """OUTPUT: one queue position a cycle, cluster by cluster."""
+        out_cluster, out_pos = w.out_cluster, w.out_pos
+        with m.If(self.o.ready):
+            with m.If(w.is_last):
+                m.d.sync += w.count.eq(0)
+                m.next = "LOAD"
+            with m.Elif(out_pos + 1 == w.fill[out_cluster]):
+                m.d.sync += [out_cluster.eq(out_cluster + 1), out_pos.eq(0)]
+                m.next = "SKIP_EMPTY"
+            with m.Else():
+                m.d.sync += out_pos.eq(out_pos + 1)

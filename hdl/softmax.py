@@ -10,6 +10,8 @@ computes the exponentials), replaying it from the memory that already holds
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -623,15 +625,28 @@ class TileSoftmax(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fmt, lanes, W, rows = self._fmt, self._lanes, self._width, self._rows
-        z_width = _z_width(fmt, self._max_tokens)
-        beat, out = self.s.payload, self.p.payload
+        w = self._memories(m)
+        self._stage_r(m, w)
+        self._row_max(m, w)
+        self._exponentials(m, w)
+        self._row_sum(m, w)
+        self._divider(m, w)
+        return m
 
+    def _memories(self, m: Module) -> SimpleNamespace:
+        """The row_max and row_sum memories and their ports: the namespace the stages share."""
+        fmt, W, rows = self._fmt, self._width, self._rows
+        z_width = _z_width(fmt, self._max_tokens)
         m.submodules.row_max = row_max = Memory(shape=signed(W), depth=rows, init=[])
         m.submodules.row_sum = row_sum = Memory(shape=unsigned(z_width), depth=rows, init=[])
         m_rd, m_wr = row_max.read_port(), row_max.write_port()
         z_rd, z_wr = row_sum.read_port(), row_sum.write_port()
+        return SimpleNamespace(z_width=z_width, m_rd=m_rd, m_wr=m_wr, z_rd=z_rd, z_wr=z_wr)
 
+    def _stage_r(self, m: Module, w: SimpleNamespace) -> None:
+        """The handshakes and stage R: the beat taken last cycle, beside its row's word of row_max."""
+        lanes, W, rows = self._lanes, self._width, self._rows
+        beat = self.s.payload
         # ---- handshakes ------------------------------------------------------
         advance = Signal()  # the exponential pipeline moves
         reserved = Signal()  # the divider belongs to a row (last beat taken, r not yet taken)
@@ -672,8 +687,15 @@ class TileSoftmax(wiring.Component):
                 r_beat_max.eq(_beat_max(_valid_lanes(beat.values, beat.count, lanes, W))),
             ]
             m.d.sync += [r.eq(beat.values[i]) for i, r in enumerate(r_values)]
-        m.d.comb += [m_rd.addr.eq(beat.row), m_rd.en.eq(take)]
+        m.d.comb += [w.m_rd.addr.eq(beat.row), w.m_rd.en.eq(take)]
+        w.advance, w.r_taken, w.r_valid, w.r_exp, w.r_last = advance, r_taken, r_valid, r_exp, r_last
+        w.r_start, w.r_first, w.r_final, w.r_row = r_start, r_first, r_final, r_row
+        w.r_count, w.r_values, w.r_beat_max = r_count, r_values, r_beat_max
 
+    def _row_max(self, m: Module, w: SimpleNamespace) -> None:
+        """Pass 1: the segment's maximum folded into the row's m (row_max, its last write forwarded)."""
+        W, rows = self._width, self._rows
+        m_rd, m_wr, r_row, r_start, r_beat_max = w.m_rd, w.m_wr, w.r_row, w.r_start, w.r_beat_max
         # ---- row_max: the last write forwarded --------------------------------
         # A read misses only the write of the cycle it is issued in, and that
         # is the memory's last write: the bypass holds it (row and value)
@@ -689,15 +711,20 @@ class TileSoftmax(wiring.Component):
         folded = Signal(signed(W))
         m.d.comb += [
             base.eq(Mux(r_start, row_m, seg_max)),
-            folded.eq(Mux((r_start & r_first) | (r_beat_max > base), r_beat_max, base)),
+            folded.eq(Mux((r_start & w.r_first) | (r_beat_max > base), r_beat_max, base)),
         ]
-        fold = r_valid & ~r_exp
+        fold = w.r_valid & ~w.r_exp
         with m.If(fold):
             m.d.sync += seg_max.eq(folded)
-        m.d.comb += [m_wr.addr.eq(r_row), m_wr.data.eq(folded), m_wr.en.eq(fold & r_last)]
-        with m.If(fold & r_last):
+        m.d.comb += [m_wr.addr.eq(r_row), m_wr.data.eq(folded), m_wr.en.eq(fold & w.r_last)]
+        with m.If(fold & w.r_last):
             m.d.sync += [m_fwd_valid.eq(1), m_fwd_row.eq(r_row), m_fwd.eq(folded)]
+        w.row_m = row_m
 
+    def _exponentials(self, m: Module, w: SimpleNamespace) -> None:
+        """Pass 2: the exponential pipeline from stage R into the p register; the row's z read."""
+        fmt, lanes, W, rows = self._fmt, self._lanes, self._width, self._rows
+        out, advance, row_m, r_values = self.p.payload, w.advance, w.row_m, w.r_values
         # ---- pass 2: the exponential pipeline, from stage R ----------------------
         v3, tags, ps = _exp_pipeline(
             m,
@@ -706,14 +733,14 @@ class TileSoftmax(wiring.Component):
             W,
             self.constant,
             advance,
-            r_valid & r_exp,
+            w.r_valid & w.r_exp,
             [row_m - r_values[i] for i in range(lanes)],
             [
-                ("count", range(lanes + 1), r_count),
-                ("last", 1, r_last),
-                ("row", range(rows), r_row),
-                ("first", 1, r_first),
-                ("final", 1, r_final),
+                ("count", range(lanes + 1), w.r_count),
+                ("last", 1, w.r_last),
+                ("row", range(rows), w.r_row),
+                ("first", 1, w.r_first),
+                ("final", 1, w.r_final),
             ],
         )
         with m.If(advance):
@@ -721,11 +748,16 @@ class TileSoftmax(wiring.Component):
             m.d.sync += [out.values[i].eq(ps[i]) for i in range(lanes)]
             m.d.sync += [out[name].eq(tags[name]) for name in ("count", "last", "row", "first", "final")]
         # the row's z is read as the beat enters the p register
-        m.d.comb += [z_rd.addr.eq(tags["row"]), z_rd.en.eq(advance & v3)]
+        m.d.comb += [w.z_rd.addr.eq(tags["row"]), w.z_rd.en.eq(advance & v3)]
+        w.v3 = v3
 
+    def _row_sum(self, m: Module, w: SimpleNamespace) -> None:
+        """The row sum z, the cycle after the P beat is loaded (row_sum, its last write forwarded)."""
+        lanes, rows, z_width = self._lanes, self._rows, w.z_width
+        out, z_rd, z_wr = self.p.payload, w.z_rd, w.z_wr
         # ---- the row sum, the cycle after the P beat is loaded ------------------
         p_new = Signal()
-        m.d.sync += p_new.eq(advance & v3)
+        m.d.sync += p_new.eq(w.advance & w.v3)
         z_fwd_valid = Signal()
         z_fwd_row = Signal(range(rows))
         z_fwd = Signal(z_width)
@@ -744,12 +776,15 @@ class TileSoftmax(wiring.Component):
         m.d.comb += [z_wr.addr.eq(out.row), z_wr.data.eq(z_row), z_wr.en.eq(p_new & out.last)]
         with m.If(p_new & out.last):
             m.d.sync += [z_fwd_valid.eq(1), z_fwd_row.eq(out.row), z_fwd.eq(z_row)]
+        w.p_new, w.z_row = p_new, z_row
 
+    def _divider(self, m: Module, w: SimpleNamespace) -> None:
+        """The divider: the row's reciprocal after its final segment, with its row."""
+        out = self.p.payload
         # ---- the divider -----------------------------------------------------------
-        load = p_new & out.last & out.final
-        quotient, divisor = _reciprocal(m, fmt, z_width, load, z_row, self.r.valid, r_taken)
-        div_row = Signal(range(rows))
+        load = w.p_new & out.last & out.final
+        quotient, divisor = _reciprocal(m, self._fmt, w.z_width, load, w.z_row, self.r.valid, w.r_taken)
+        div_row = Signal(range(self._rows))
         with m.If(load):
             m.d.sync += div_row.eq(out.row)
         m.d.comb += [self.r.payload.r.eq(quotient), self.r.payload.z.eq(divisor), self.r.payload.row.eq(div_row)]
-        return m

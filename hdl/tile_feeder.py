@@ -14,6 +14,8 @@ and a real follower's anchor is always real.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -104,9 +106,26 @@ class TileFeeder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        w = self._buffers(m)
+        self._runs(m, w)
+        self._words(m, w)
+        with m.FSM():
+            with m.State("IDLE"):
+                self._idle(m, w)
+            with m.State("LOAD"):
+                self._load(m, w)
+            with m.State("WAIT"):
+                self._wait(m, w)
+            with m.State("READ"):  # the first word is read (address 0)
+                m.next = "STREAM"
+            with m.State("STREAM"):
+                self._stream(m, w)
+        return m
+
+    def _buffers(self, m: Module) -> SimpleNamespace:
+        """The loader and the q_tile, k_tile, v_tile buffers' write side: the namespace the stages share."""
         cfg, core = self._config, self._core
-        bt, by, bx = self.tile
-        T, bpr, nb = self.tile_tokens, self.beats_per_row, len(cfg.batches)
+        T, bpr = self.tile_tokens, self.beats_per_row
         width = 8 * cfg.d
         m.submodules.loader = loader = self.loader
         wiring.connect(m, loader.q, wiring.flipped(self.rq))
@@ -127,7 +146,13 @@ class TileFeeder(wiring.Component):
                 wp.data.eq(loader.w.data.replicate(bpr)),
                 wp.en.eq(_lane_enable(loader.w.en & (side == s), bpr, loader.w.lane)),
             ]
+        return SimpleNamespace(loader=loader, rds=rds, side=side)
 
+    def _runs(self, m: Module, w: SimpleNamespace) -> None:
+        """The command register, the side's box and the run being loaded."""
+        core = self._core
+        bt, by, _ = self.tile
+        side = w.side
         cmd = Signal(feed_command_layout(self.tile, core.max_tokens))
         box = Signal(box_layout(self.tile, core.max_tokens))  # the side's box
         m.d.comb += box.eq(Mux(side == 0, cmd.q, cmd.k))
@@ -136,12 +161,20 @@ class TileFeeder(wiring.Component):
         run_token = Signal(range(core.max_tokens))  # its first token
         plane_token = Signal(range(core.max_tokens))  # first token of its t plane
         last_run = (ti == box.t - 1) & (yi == box.y - 1)
+        w.cmd, w.box, w.base, w.ti, w.yi = cmd, box, base, ti, yi
+        w.run_token, w.plane_token, w.last_run = run_token, plane_token, last_run
 
+    def _words(self, m: Module, w: SimpleNamespace) -> None:
+        """The stream's words: the token being streamed, its batch's lanes, the buffers' read ports."""
+        cfg = self._config
+        bt, by, bx = self.tile
+        T, nb = self.tile_tokens, len(cfg.batches)
+        rds, box = w.rds, w.box
         # streaming: token (ti, yi, xi) of the tile, batch b
         st, sy, sx = Signal(range(bt)), Signal(range(by)), Signal(range(bx))
         b = Signal(range(nb))
         token = Signal(range(T))
-        word = Mux(side[0], rds[1].data, rds[0].data)
+        word = Mux(w.side[0], rds[1].data, rds[0].data)
         lanes = []
         for c0, n in cfg.batches:
             lanes.append(Cat(word[8 * c0 : 8 * (c0 + n)], Const(0, 8 * (cfg.batch - n))))
@@ -157,62 +190,73 @@ class TileFeeder(wiring.Component):
         for rd in rds[:2]:
             m.d.comb += [rd.addr.eq(next_token), rd.en.eq(1)]
         m.d.comb += [rds[2].addr.eq(self.v_addr), rds[2].en.eq(1), self.v_data.eq(rds[2].data)]
+        w.st, w.sy, w.sx, w.b, w.token, w.next_token = st, sy, sx, b, token, next_token
+        w.last_batch, w.last_token, w.fire = last_batch, last_token, fire
 
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.cmd.ready.eq(1)
-                with m.If(self.cmd.valid):
-                    p = self.cmd.payload
-                    m.d.sync += [cmd.eq(p), side.eq(0), ti.eq(0), yi.eq(0)]
-                    m.d.sync += [run_token.eq(p.q.origin), plane_token.eq(p.q.origin)]
-                    m.next = "LOAD"
-            with m.State("LOAD"):
-                m.d.comb += [
-                    loader.cmd.valid.eq(1),
-                    loader.cmd.payload.base.eq(base + run_token * bpr),
-                    loader.cmd.payload.count.eq(box.x),
-                    loader.cmd.payload.offset.eq((ti * by + yi) * bx),
-                ]
-                with m.If(loader.cmd.ready):
-                    with m.If(last_run):
-                        m.next = "WAIT"
-                    with m.Elif(yi == box.y - 1):
-                        m.d.sync += [ti.eq(ti + 1), yi.eq(0)]
-                        m.d.sync += [run_token.eq(plane_token + cmd.plane), plane_token.eq(plane_token + cmd.plane)]
+    def _idle(self, m: Module, w: SimpleNamespace) -> None:
+        """IDLE: take a command, then load Q's first run."""
+        m.d.comb += self.cmd.ready.eq(1)
+        with m.If(self.cmd.valid):
+            p = self.cmd.payload
+            m.d.sync += [w.cmd.eq(p), w.side.eq(0), w.ti.eq(0), w.yi.eq(0)]
+            m.d.sync += [w.run_token.eq(p.q.origin), w.plane_token.eq(p.q.origin)]
+            m.next = "LOAD"
+
+    def _load(self, m: Module, w: SimpleNamespace) -> None:
+        """LOAD: one loader command a run, ``(t, y)`` lines of the side's box."""
+        _, by, bx = self.tile
+        loader, box, cmd, ti, yi = w.loader, w.box, w.cmd, w.ti, w.yi
+        run_token, plane_token = w.run_token, w.plane_token
+        m.d.comb += [
+            loader.cmd.valid.eq(1),
+            loader.cmd.payload.base.eq(w.base + run_token * self.beats_per_row),
+            loader.cmd.payload.count.eq(box.x),
+            loader.cmd.payload.offset.eq((ti * by + yi) * bx),
+        ]
+        with m.If(loader.cmd.ready):
+            with m.If(w.last_run):
+                m.next = "WAIT"
+            with m.Elif(yi == box.y - 1):
+                m.d.sync += [ti.eq(ti + 1), yi.eq(0)]
+                m.d.sync += [run_token.eq(plane_token + cmd.plane), plane_token.eq(plane_token + cmd.plane)]
+            with m.Else():
+                m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row)]
+
+    def _wait(self, m: Module, w: SimpleNamespace) -> None:
+        """WAIT: the side's last run lands; then the next side's load, or the stream."""
+        side, cmd = w.side, w.cmd
+        with m.If(w.loader.done):
+            with m.If((side == 0) | ((side == 1) & cmd.with_v)):
+                m.d.sync += [side.eq(side + 1), w.ti.eq(0), w.yi.eq(0)]
+                m.d.sync += [w.run_token.eq(cmd.k.origin), w.plane_token.eq(cmd.k.origin)]
+                m.next = "LOAD"
+            with m.Else():
+                m.d.sync += [side.eq(0), w.token.eq(0), w.b.eq(0), w.st.eq(0), w.sy.eq(0), w.sx.eq(0)]
+                m.next = "READ"
+
+    def _stream(self, m: Module, w: SimpleNamespace) -> None:
+        """STREAM: one ``qk`` word a transfer, batch by batch, token by token, Q's tile then K's."""
+        bt, by, bx = self.tile
+        b, st, sy, sx, fire = w.b, w.st, w.sy, w.sx, w.fire
+        m.d.comb += self.qk.valid.eq(1)
+        with m.If(fire):
+            with m.If(~w.last_batch):
+                m.d.sync += b.eq(b + 1)
+            with m.Else():
+                m.d.sync += [b.eq(0), w.token.eq(w.next_token)]
+                with m.If(sx != bx - 1):
+                    m.d.sync += sx.eq(sx + 1)
+                with m.Else():
+                    m.d.sync += sx.eq(0)
+                    with m.If(sy != by - 1):
+                        m.d.sync += sy.eq(sy + 1)
                     with m.Else():
-                        m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row)]
-            with m.State("WAIT"):
-                with m.If(loader.done):
-                    with m.If((side == 0) | ((side == 1) & cmd.with_v)):
-                        m.d.sync += [side.eq(side + 1), ti.eq(0), yi.eq(0)]
-                        m.d.sync += [run_token.eq(cmd.k.origin), plane_token.eq(cmd.k.origin)]
-                        m.next = "LOAD"
+                        m.d.sync += [sy.eq(0), st.eq(Mux(st == bt - 1, 0, st + 1))]
+                with m.If(w.last_token):
+                    with m.If(w.side == 0):
+                        m.d.sync += w.side.eq(1)
                     with m.Else():
-                        m.d.sync += [side.eq(0), token.eq(0), b.eq(0), st.eq(0), sy.eq(0), sx.eq(0)]
-                        m.next = "READ"
-            with m.State("READ"):  # the first word is read (address 0)
-                m.next = "STREAM"
-            with m.State("STREAM"):
-                m.d.comb += self.qk.valid.eq(1)
-                with m.If(fire):
-                    with m.If(~last_batch):
-                        m.d.sync += b.eq(b + 1)
-                    with m.Else():
-                        m.d.sync += [b.eq(0), token.eq(next_token)]
-                        with m.If(sx != bx - 1):
-                            m.d.sync += sx.eq(sx + 1)
-                        with m.Else():
-                            m.d.sync += sx.eq(0)
-                            with m.If(sy != by - 1):
-                                m.d.sync += sy.eq(sy + 1)
-                            with m.Else():
-                                m.d.sync += [sy.eq(0), st.eq(Mux(st == bt - 1, 0, st + 1))]
-                        with m.If(last_token):
-                            with m.If(side == 0):
-                                m.d.sync += side.eq(1)
-                            with m.Else():
-                                m.next = "IDLE"
-        return m
+                        m.next = "IDLE"
 
 
 def _lane_enable(enable, n: int, lane):
