@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import time
+from typing import Any
 
 import numpy as np
 
@@ -67,13 +68,8 @@ def module_shares(report: str, verilog: str) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from kaleido.checks import parse_array_size
-    from kaleido.golden.workloads import synthetic_video
-    from kaleido.hdl.core import head_layout
-    from kaleido.tb.core_benches import CoreBench, write_image
-    from kaleido.tb.core_io import bench_o, command_bits, core_command, core_reference
-
+def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[int, ...]]:
+    """The command line's options and its grid ``T,H,W`` (a usage error on a bad grid or no ``perf``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", default="2,8,8", help="T,H,W of the synthetic HunyuanVideo head (default 2,8,8)")
     ap.add_argument("--seed", type=int, default=1)
@@ -93,7 +89,62 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--grid must be three positive integers T,H,W, got {args.grid!r}")
     if not args.no_perf and shutil.which("perf") is None:
         ap.error("perf (Linux perf_events) is not on PATH; install it or pass --no-perf")
+    return args, grid
 
+
+def _build(args: argparse.Namespace, bench: Any, width: int, out: pathlib.Path) -> tuple[pathlib.Path, str, float]:
+    """Build the plain binary for the options in ``out``; returns the bench's Verilog, the object dir, seconds."""
+    obj = ("obj_plain" if args.no_perf else "obj_prof") + (args.cxx_opt or "")
+    obj += f"_t{args.threads}" if args.threads > 1 else ""
+    extra = [] if args.no_perf else ["--prof-cfuncs"]
+    extra += ["--threads", str(args.threads)] if args.threads > 1 else []
+    if args.cxx_opt:
+        extra += ["-MAKEFLAGS", f"OPT_FAST={args.cxx_opt} OPT_GLOBAL={args.cxx_opt}"]
+    t0 = time.time()
+    source, made = build_plain_binary(bench, width, out, obj, extra)
+    if made.returncode:
+        raise SystemExit(f"the Verilator build failed:\n{made.stdout}{made.stderr}")
+    return source, obj, time.time() - t0
+
+
+def _run(binary: list[str], out: pathlib.Path, perf: bool) -> tuple[str, float]:
+    """Run ``binary`` in ``out`` (under ``perf record`` if ``perf``); returns its output and its seconds."""
+    run = ["perf", "record", "-q", "-o", "perf.data", *binary] if perf else binary
+    t0 = time.time()
+    text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
+    return text, time.time() - t0
+
+
+def _perf_report(out: pathlib.Path) -> str:
+    """``perf report --sort symbol`` of the run recorded in ``out``."""
+    return subprocess.run(
+        ["perf", "report", "-i", "perf.data", "--stdio", "--sort", "symbol"],
+        cwd=out,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def _print_summary(row: dict, seconds: float, out: pathlib.Path) -> None:
+    """Print the run's rate, whether O is bit-exact and the top instances' shares."""
+    kind = "profiled (--prof-cfuncs, slower)" if row["profiled"] else "plain binary"
+    exact = "O bit-exact" if row["bit_exact"] else "O DIFFERS from the golden model"
+    n, cycles = row["tokens"], row["cycles"]
+    print(f"{n} tokens, {cycles:,} cycles in {seconds:.1f} s: {row['sim_cycles_per_s']:,} cycles/s, {kind}, {exact}")
+    for name, pct in list(row.get("shares_percent", {}).items())[:15]:
+        print(f"{pct:6.2f} %  {name}")
+    print(f"-> {out / 'core_profile.json'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kaleido.checks import parse_array_size
+    from kaleido.golden.workloads import synthetic_video
+    from kaleido.hdl.core import head_layout
+    from kaleido.tb.core_benches import CoreBench, write_image
+    from kaleido.tb.core_io import bench_o, command_bits, core_command, core_reference
+
+    args, grid = _parse_args(argv)
     sub = parse_array_size(args.sub_arrays, "--sub-arrays") if args.sub_arrays else None
     config, core, fmt = KaleidoConfig.one_array(sub_arrays=sub, pv_pairs=args.pv_pairs), CoreConfig(), SoftmaxFormat()
     w = synthetic_video("hunyuan", grid, "slow", args.seed)
@@ -102,23 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     bench = CoreBench(len(image), n * d, config, core, fmt, external=True)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    obj = ("obj_plain" if args.no_perf else "obj_prof") + (args.cxx_opt or "")
-    obj += f"_t{args.threads}" if args.threads > 1 else ""
-    extra = [] if args.no_perf else ["--prof-cfuncs"]
-    extra += ["--threads", str(args.threads)] if args.threads > 1 else []
-    if args.cxx_opt:
-        extra += ["-MAKEFLAGS", f"OPT_FAST={args.cxx_opt} OPT_GLOBAL={args.cxx_opt}"]
-    t0 = time.time()
-    source, made = build_plain_binary(bench, head_layout(core, fmt).size, out, obj, extra)
-    if made.returncode:
-        raise SystemExit(f"the Verilator build failed:\n{made.stdout}{made.stderr}")
-    built = time.time() - t0
+    source, obj, built = _build(args, bench, head_layout(core, fmt).size, out)
     image_arg = f"+image={write_image(image, core.port_bytes, out)}"
     binary = [f"{obj}/V{PLAIN_TOP}", image_arg, f"+cmd={command_bits(cmd, core, fmt):x}"]
-    run = binary if args.no_perf else ["perf", "record", "-q", "-o", "perf.data", *binary]
-    t0 = time.time()
-    text = subprocess.run(run, cwd=out, check=True, capture_output=True, text=True).stdout
-    seconds = time.time() - t0
+    text, seconds = _run(binary, out, perf=not args.no_perf)
     cycles, words = plain_output(text)
     if cycles is None:
         raise SystemExit(f"the binary printed no cycles:\n{text}")
@@ -143,21 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": round(os.getloadavg()[0], 2),
     }
     if not args.no_perf:
-        report = subprocess.run(
-            ["perf", "report", "-i", "perf.data", "--stdio", "--sort", "symbol"],
-            cwd=out,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        row["shares_percent"] = module_shares(report, source.read_text())
+        row["shares_percent"] = module_shares(_perf_report(out), source.read_text())
     (out / "core_profile.json").write_text(json.dumps(row, indent=2) + "\n")
-    kind = "profiled (--prof-cfuncs, slower)" if row["profiled"] else "plain binary"
-    exact = "O bit-exact" if bit_exact else "O DIFFERS from the golden model"
-    print(f"{n} tokens, {cycles:,} cycles in {seconds:.1f} s: {row['sim_cycles_per_s']:,} cycles/s, {kind}, {exact}")
-    for name, pct in list(row.get("shares_percent", {}).items())[:15]:
-        print(f"{pct:6.2f} %  {name}")
-    print(f"-> {out / 'core_profile.json'}")
+    _print_summary(row, seconds, out)
     return 0 if bit_exact else 1
 
 

@@ -21,7 +21,7 @@ import collections
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
+from amaranth.sim import Simulator, SimulatorContext
 
 from kaleido import KaleidoConfig
 from kaleido.config import s_bank
@@ -139,107 +139,156 @@ def random_passes(cfg, n, rng, count):
     return [(passes, None)]
 
 
+def _present(ctx: SimulatorContext, dut: AccumulationBuffer, now: dict, R: int, C: int) -> list[tuple]:
+    """Drive this tick's tiles ``now`` on the buffer's ports; returns their ``(i, j, value, first)`` in lane order."""
+    hits = []
+    for r in range(R):
+        for c in range(C):
+            phase, value, entry, first = now.get((r, c), (0, 0, None, False))
+            tile = dut.tiles[r][c]
+            ctx.set(tile.valid, (r, c) in now)
+            ctx.set(tile.phase, phase)
+            ctx.set(tile.value, value)
+            if entry is not None:
+                hits.append((*entry, value, first))
+    return hits
+
+
+def _check_writes(
+    ctx: SimulatorContext,
+    dut: AccumulationBuffer,
+    cfg: KaleidoConfig,
+    n: int,
+    now: dict,
+    take: bool,
+    label: str,
+    cycle: int,
+) -> None:
+    """Each PE's write port addresses its tile's entry this cycle, and only when the tiles are taken."""
+    R, C = cfg.array_rows, cfg.array_cols
+    for r in range(R):
+        for c in range(C):
+            write = dut.writes[r][c]
+            got = ctx.get(write.address) if ctx.get(write.enable) else None
+            entry = now[(r, c)][2] if (r, c) in now else None
+            want = entry[0] * n + entry[1] if (entry is not None and take) else None
+            assert got == want, f"{label}: cycle {cycle} PE ({r}, {c}): writes {got}, expected {want}"
+
+
+def _schedule(tiles: collections.defaultdict, tick: int, ps: tuple, R: int, C: int) -> int:
+    """Put a pass taken at ``tick`` into ``tiles`` (per array tick, per PE); returns its last PE's T3 tick."""
+    rows, cols, first, values = ps
+    for r in range(R):
+        for c in range(C):
+            for phase in range(4):
+                i = rows[r][phase >> 1]
+                j = cols[c][phase & 1]
+                entry = (i, j) if i >= 0 and j >= 0 else None
+                # one-beat phases: phase p of PE (r, c) drains r + c + p + 2 ticks after the take
+                at = tick + 2 + r + c + phase
+                tiles[at][(r, c)] = (phase, int(values[r, c, phase]), entry, first)
+    return tick + 2 + (R - 1) + (C - 1) + 3
+
+
+async def _drive_head(
+    ctx: SimulatorContext,
+    dut: AccumulationBuffer,
+    cfg: KaleidoConfig,
+    n: int,
+    passes: list,
+    rng: np.random.Generator,
+    gaps: tuple[int, int],
+    label: str,
+) -> tuple[BankModel, int, int]:
+    """Drive one head's ``passes`` until settled, against a :class:`BankModel`; returns it, cycles, held cycles."""
+    R, C = cfg.array_rows, cfg.array_cols
+    tokens_layout = dut.pass_tokens.shape()
+    ref = BankModel(cfg, n)
+    # per array tick, per PE: (phase, value, (i, j) or None, first)
+    tiles: collections.defaultdict = collections.defaultdict(dict)
+    tick = k = 0
+    next_take = 0
+    last_t3 = -1  # tick of the latest pass's T3 tile at the last PE
+    cycle = held = 0
+    while k < len(passes) or tick <= last_t3 or not ref.settled():
+        assert ctx.get(dut.drained) == (ref.in_flight == 0), f"{label}: cycle {cycle}: drained"
+        assert ctx.get(dut.settled) == ref.settled(), f"{label}: cycle {cycle}: settled"
+        now = tiles.get(tick, {})
+        hits = _present(ctx, dut, now, R, C)
+        hold = ref.hold(hits)
+        assert ctx.get(dut.hold) == hold, f"{label}: cycle {cycle}: hold {ctx.get(dut.hold)}, reference {hold}"
+        take = not hold
+        ps = passes[k] if k < len(passes) else None
+        boundary = ps is not None and k and passes[k - 1][2] != ps[2]
+        taken = take and ps is not None and tick >= next_take and (not boundary or ref.in_flight == 0)
+        ctx.set(dut.pass_taken, taken)
+        _check_writes(ctx, dut, cfg, n, now, take, label, cycle)
+        if taken and ps is not None:  # taken implies a pass (for mypy)
+            rows, cols, first, _ = ps
+            ctx.set(dut.pass_tokens, tokens_layout.const(tokens_value(rows, cols, first)))
+            last_t3 = _schedule(tiles, tick, ps, R, C)
+            next_take = tick + int(rng.integers(*gaps))
+            k += 1
+        last = (R - 1, C - 1) in now and now[(R - 1, C - 1)][0] == 3
+        ref.step(hits, take, taken, last)
+        held += hold
+        if take:
+            tiles.pop(tick, None)
+            tick += 1
+        cycle += 1
+        await ctx.tick()
+        assert cycle < 200_000
+    ctx.set(dut.pass_taken, 0)
+    for row in dut.tiles:
+        for tile in row:
+            ctx.set(tile.valid, 0)
+    assert ctx.get(dut.settled)
+    return ref, cycle, held
+
+
+async def _unload(
+    ctx: SimulatorContext, dut: AccumulationBuffer, n: int, rng: np.random.Generator, label: str
+) -> list[int]:
+    """Unload ``S`` under random output stalls (the first word a cycle after unload rises); returns its words."""
+    ctx.set(dut.unload, 1)
+    values: list[int] = []
+    first_cycle = True
+    while True:
+        ready = bool(rng.random() < 0.7)
+        ctx.set(dut.s.ready, ready)
+        valid = ctx.get(dut.s.valid)
+        assert valid != first_cycle, f"{label}: s.valid {valid} in unload cycle {len(values)}"
+        first_cycle = False
+        last = ctx.get(dut.s.payload.last)
+        assert ctx.get(dut.unloaded) == (valid and ready and last)
+        if valid and ready:
+            values.append(ctx.get(dut.s.payload.value.as_unsigned()))
+            assert last == (len(values) == n * n), f"{label}: last on word {len(values)} of {n * n}"
+        await ctx.tick()
+        if valid and ready and last:
+            break
+    ctx.set(dut.unload, 0)
+    await ctx.tick()
+    assert not ctx.get(dut.s.valid)
+    return values
+
+
 def run_buffer(cfg, n, heads, seed, gaps=(5, 9)):
     """Drive ``heads`` (from :func:`golden_passes` / :func:`random_passes`)
     through one buffer; returns the reference's statistics."""
     rng = np.random.default_rng(seed)
-    R, C = cfg.array_rows, cfg.array_cols
     dut = AccumulationBuffer(cfg, n)
-    tokens_layout = dut.pass_tokens.shape()
     stats = {"held": 0, "max_fill": 0, "cycles": 0, "forwards": 0}
 
     async def bench(ctx):
         for h, (passes, expect) in enumerate(heads):
             label = f"seed {seed} head {h}"
-            ref = BankModel(cfg, n)
-            # per array tick, per PE: (phase, value, (i, j) or None, first)
-            tiles = collections.defaultdict(dict)
-            tick = k = 0
-            next_take = 0
-            last_t3 = -1  # tick of the latest pass's T3 tile at the last PE
-            cycle = 0
-            while k < len(passes) or tick <= last_t3 or not ref.settled():
-                assert ctx.get(dut.drained) == (ref.in_flight == 0), f"{label}: cycle {cycle}: drained"
-                assert ctx.get(dut.settled) == ref.settled(), f"{label}: cycle {cycle}: settled"
-                now = tiles.get(tick, {})
-                hits = []
-                for r in range(R):
-                    for c in range(C):
-                        phase, value, entry, first = now.get((r, c), (0, 0, None, False))
-                        tile = dut.tiles[r][c]
-                        ctx.set(tile.valid, (r, c) in now)
-                        ctx.set(tile.phase, phase)
-                        ctx.set(tile.value, value)
-                        if entry is not None:
-                            hits.append((*entry, value, first))
-                hold = ref.hold(hits)
-                assert ctx.get(dut.hold) == hold, f"{label}: cycle {cycle}: hold {ctx.get(dut.hold)}, reference {hold}"
-                take = not hold
-                ps = passes[k] if k < len(passes) else None
-                boundary = ps is not None and k and passes[k - 1][2] != ps[2]
-                taken = take and ps is not None and tick >= next_take and (not boundary or ref.in_flight == 0)
-                ctx.set(dut.pass_taken, taken)
-                for r in range(R):
-                    for c in range(C):
-                        write = dut.writes[r][c]
-                        got = ctx.get(write.address) if ctx.get(write.enable) else None
-                        entry = now[(r, c)][2] if (r, c) in now else None
-                        want = entry[0] * n + entry[1] if (entry is not None and take) else None
-                        assert got == want, f"{label}: cycle {cycle} PE ({r}, {c}): writes {got}, expected {want}"
-                if taken:
-                    rows, cols, first, values = ps
-                    ctx.set(dut.pass_tokens, tokens_layout.const(tokens_value(rows, cols, first)))
-                    for r in range(R):
-                        for c in range(C):
-                            for phase in range(4):
-                                i = rows[r][phase >> 1]
-                                j = cols[c][phase & 1]
-                                entry = (i, j) if i >= 0 and j >= 0 else None
-                                # one-beat phases: phase p of PE (r, c) drains r + c + p + 2 ticks after the take
-                                at = tick + 2 + r + c + phase
-                                tiles[at][(r, c)] = (phase, int(values[r, c, phase]), entry, first)
-                    last_t3 = tick + 2 + (R - 1) + (C - 1) + 3
-                    next_take = tick + int(rng.integers(*gaps))
-                    k += 1
-                last = (R - 1, C - 1) in now and now[(R - 1, C - 1)][0] == 3
-                ref.step(hits, take, taken, last)
-                stats["held"] += hold
-                if take:
-                    tiles.pop(tick, None)
-                    tick += 1
-                cycle += 1
-                await ctx.tick()
-                assert cycle < 200_000
-            ctx.set(dut.pass_taken, 0)
-            for row in dut.tiles:
-                for tile in row:
-                    ctx.set(tile.valid, 0)
-            assert ctx.get(dut.settled)
+            ref, cycles, held = await _drive_head(ctx, dut, cfg, n, passes, rng, gaps, label)
+            stats["held"] += held
             stats["max_fill"] = max(stats["max_fill"], ref.max_fill)
             stats["forwards"] += ref.forwards
-            stats["cycles"] += cycle
-
-            # unload under random output stalls: the first word a cycle after unload rises
-            ctx.set(dut.unload, 1)
-            values = []
-            first_cycle = True
-            while True:
-                ready = bool(rng.random() < 0.7)
-                ctx.set(dut.s.ready, ready)
-                valid = ctx.get(dut.s.valid)
-                assert valid != first_cycle, f"{label}: s.valid {valid} in unload cycle {len(values)}"
-                first_cycle = False
-                last = ctx.get(dut.s.payload.last)
-                assert ctx.get(dut.unloaded) == (valid and ready and last)
-                if valid and ready:
-                    values.append(ctx.get(dut.s.payload.value.as_unsigned()))
-                    assert last == (len(values) == n * n), f"{label}: last on word {len(values)} of {n * n}"
-                await ctx.tick()
-                if valid and ready and last:
-                    break
-            ctx.set(dut.unload, 0)
-            await ctx.tick()
-            assert not ctx.get(dut.s.valid)
+            stats["cycles"] += cycles
+            values = await _unload(ctx, dut, n, rng, label)
             S = decode_scores(values, n, cfg.buffer_width())
             bad = [(tuple(e), int(S[tuple(e)]), int(ref.S[tuple(e)])) for e in np.argwhere(S != ref.S)]
             assert not bad, f"{label}: (entry, RTL, reference) differ: {bad[:4]}"

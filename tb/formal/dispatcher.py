@@ -5,6 +5,7 @@ the loop nest's batch table).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, signed
@@ -95,14 +96,35 @@ class PassDispatcherFlow(Harness):
         operand the column side's value (anchors in T0, T2, followers in
         T1, T3; on DUAL_LO the two low nibbles) and tags, for every row and
         column unit."""
-        from kaleido import encoding
-        from kaleido.hdl.encoding import Need
         from kaleido.hdl.matcher import matcher_out_layout
 
-        cfg = self._cfg
-        R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
-        beat = dut.beats.payload
-        ctl = beat.ctl
+        B = self._cfg.batch
+        ctl = dut.beats.payload.ctl
+        cur = self._pass_beating(m, dut, p_fire, b_fire)
+        slot = data.View(matcher_out_layout(B), self.internal["slot"])
+        c1, c2 = slot.c1, slot.c2
+        issued = Signal(B, name="phase_issued")
+        one, two = Signal(B, name="beat_one"), Signal(B, name="beat_two")
+        m.d.comb += [one.eq(1 << c1), two.eq(Mux(ctl.kind, 1 << c2, 0))]
+        with m.If(b_fire & ctl.last):
+            m.d.sync += issued.eq(0)
+        with m.Elif(b_fire & ctl.slot):
+            m.d.sync += issued.eq(issued | one | two)
+        needed, half = self._needed(m, cur, ctl)
+        with m.If(dut.beats.valid & ~ctl.slot):
+            m.d.comb += [Assert(issued == 0), Assert(needed == 0)]
+        with m.If(dut.beats.valid & ctl.slot):
+            m.d.comb += [Assert((one & (issued | ~needed)) == 0)]
+            with m.If(ctl.kind):
+                m.d.comb += [Assert(c1 != c2), Assert((two & (issued | ~needed)) == 0)]
+                m.d.comb += [Assert((one & half) != 0), Assert((two & half) != 0)]
+            with m.If(ctl.last):
+                m.d.comb += Assert((issued | one | two) == needed)
+            self._check_operands(m, dut, cur, c1, c2)
+
+    def _pass_beating(self, m: Module, dut: Any, p_fire: Value, b_fire: Value) -> Signal:
+        """The passes taken, in a queue of two; returns the oldest open one (``pass_beating``)."""
+        ctl = dut.beats.payload.ctl
         taken = [Signal.like(dut.passes.payload, name=f"pass_taken{i}") for i in range(2)]
         head, tail = Signal(name="taken_head"), Signal(name="taken_tail")  # the oldest open pass, the next free
         with m.If(p_fire):
@@ -114,15 +136,15 @@ class PassDispatcherFlow(Harness):
             m.d.sync += head.eq(~head)
         cur = Signal.like(dut.passes.payload, name="pass_beating")
         m.d.comb += cur.eq(Mux(head, taken[1], taken[0]))
-        slot = data.View(matcher_out_layout(B), self.internal["slot"])
-        c1, c2 = slot.c1, slot.c2
-        issued = Signal(B, name="phase_issued")
-        one, two = Signal(B, name="beat_one"), Signal(B, name="beat_two")
-        m.d.comb += [one.eq(1 << c1), two.eq(Mux(ctl.kind, 1 << c2, 0))]
-        with m.If(b_fire & ctl.last):
-            m.d.sync += issued.eq(0)
-        with m.Elif(b_fire & ctl.slot):
-            m.d.sync += issued.eq(issued | one | two)
+        return cur
+
+    def _needed(self, m: Module, cur: Any, ctl: Any) -> tuple[Signal, Signal]:
+        """The reference: the channels the phase needs of pass ``cur`` and the HALF ones among them."""
+        from kaleido import encoding
+        from kaleido.hdl.encoding import Need
+
+        cfg = self._cfg
+        R, C, B = cfg.array_rows, cfg.array_cols, cfg.batch
         pe_table = Array(
             Const(int(encoding.pe_need(p, q, k, cfg.accumulators)), 2)
             for p in range(4)
@@ -140,33 +162,55 @@ class PassDispatcherFlow(Harness):
                     union = union | Mux(present, pe, 0)
             need = Mux(ch < cur.count, array_table[Cat(union, ctl.phase)], Need.SKIP)
             m.d.comb += [needed[ch].eq(need != Need.SKIP), half[ch].eq(need == Need.HALF)]
+        return needed, half
+
+    def _check_operands(self, m: Module, dut: Any, cur: Any, c1: Value, c2: Value) -> None:
+        """A slot beat's row and column operands and tags: the channels' of the phase's sides of pass ``cur``."""
+        R, C, B = self._cfg.array_rows, self._cfg.array_cols, self._cfg.batch
+        beat = dut.beats.payload
+        ctl = beat.ctl
         row_follow, col_follow = ctl.phase[1], ctl.phase[0]
-        with m.If(dut.beats.valid & ~ctl.slot):
-            m.d.comb += [Assert(issued == 0), Assert(needed == 0)]
-        with m.If(dut.beats.valid & ctl.slot):
-            m.d.comb += [Assert((one & (issued | ~needed)) == 0)]
+        for r in range(R):
+            unit = cur.rows[r]
+            x = Mux(row_follow, unit.x1.as_value(), unit.x.as_value())
+            xs = data.View(data.ArrayLayout(signed(8), B), x)
+            port = beat.rows[r]
+            m.d.comb += [Assert(port.r0 == xs[c1]), Assert(port.q0 == unit.t[c1])]
             with m.If(ctl.kind):
-                m.d.comb += [Assert(c1 != c2), Assert((two & (issued | ~needed)) == 0)]
-                m.d.comb += [Assert((one & half) != 0), Assert((two & half) != 0)]
-            with m.If(ctl.last):
-                m.d.comb += Assert((issued | one | two) == needed)
-            for r in range(R):
-                unit = cur.rows[r]
-                x = Mux(row_follow, unit.x1.as_value(), unit.x.as_value())
-                xs = data.View(data.ArrayLayout(signed(8), B), x)
-                port = beat.rows[r]
-                m.d.comb += [Assert(port.r0 == xs[c1]), Assert(port.q0 == unit.t[c1])]
-                with m.If(ctl.kind):
-                    m.d.comb += [Assert(port.r1 == xs[c2]), Assert(port.q1 == unit.t[c2])]
-            for c in range(C):
-                unit = cur.cols[c]
-                x = Mux(col_follow, unit.x1.as_value(), unit.x.as_value())
-                xs = data.View(data.ArrayLayout(signed(8), B), x)
-                port = beat.cols[c]
-                k = Mux(ctl.kind, Cat(xs[c1][:4], xs[c2][:4]), xs[c1].as_unsigned())
-                m.d.comb += [Assert(port.k == k), Assert(port.k0 == unit.t[c1])]
-                with m.If(ctl.kind):
-                    m.d.comb += Assert(port.k1 == unit.t[c2])
+                m.d.comb += [Assert(port.r1 == xs[c2]), Assert(port.q1 == unit.t[c2])]
+        for c in range(C):
+            unit = cur.cols[c]
+            x = Mux(col_follow, unit.x1.as_value(), unit.x.as_value())
+            xs = data.View(data.ArrayLayout(signed(8), B), x)
+            port = beat.cols[c]
+            k = Mux(ctl.kind, Cat(xs[c1][:4], xs[c2][:4]), xs[c1].as_unsigned())
+            m.d.comb += [Assert(port.k == k), Assert(port.k0 == unit.t[c1])]
+            with m.If(ctl.kind):
+                m.d.comb += Assert(port.k1 == unit.t[c2])
+
+
+@dataclasses.dataclass
+class _Walk:
+    """:class:`PassFormerFlow`'s walk of a head's passes: the batch table's
+    constants (``n`` batches, their ``groups``, ``total`` passes; per
+    batch, as ``Array``s, its ``units``, ``n_groups`` and channel
+    ``counts``), the walk's registers (batch ``b``, row and column group
+    ``rg``, ``cg``, the ``passes`` taken) and what they tell of the pass
+    offered (``taken``, ``last_of_batch``, a batch's ``first``)."""
+
+    n: int
+    groups: list[int]
+    total: int
+    units: Any
+    n_groups: Any
+    counts: Any
+    b: Signal
+    rg: Signal
+    cg: Signal
+    passes: Signal
+    taken: Value
+    last_of_batch: Value
+    first: Value
 
 
 class PassFormerFlow(Harness):
@@ -196,7 +240,21 @@ class PassFormerFlow(Harness):
         super().__init__(dut)
 
     def check(self, m: Module, dut: Any) -> None:
-        from kaleido.encoding import ABSENT
+        walk = self._walk(m, dut)
+        self._check_walk(m, dut, walk)
+        self._check_units(m, dut, walk)
+        if self._stream:
+            self._assume_held(m, dut)
+        offer, b, n = dut.passes, walk.b, walk.n
+        m.d.comb += [
+            Cover(dut.done, "done"),
+            Cover(walk.taken & ~walk.first & (walk.rg == walk.n_groups[b] - 1), "last_row_group"),
+            Cover(offer.valid & ~offer.ready, "stall"),
+            Cover(dut.run & (b < n) & (dut.scheduled > b) & walk.first & ~dut.drained, "waits_for_drained"),
+        ]
+
+    def _walk(self, m: Module, dut: Any) -> _Walk:
+        """The harness's walk of the head's passes (batch, row group, column group), a step per pass taken."""
         from kaleido.hdl.scheduling import UNITS_PER_WORD, unit_groups
         from kaleido.loopnest import batches
 
@@ -224,6 +282,14 @@ class PassFormerFlow(Harness):
                 m.d.sync += [rg.eq(rg + 1), cg.eq(0)]
             with m.Else():
                 m.d.sync += cg.eq(cg + 1)
+        first = (rg == 0) & (cg == 0)
+        return _Walk(n, groups, total, units, n_groups, counts, b, rg, cg, passes, taken, last_of_batch, first)
+
+    def _check_walk(self, m: Module, dut: Any, walk: _Walk) -> None:
+        """The former's batch, reads, offer, ``taken`` and ``done`` against the walk."""
+        n, groups, total, n_groups = walk.n, walk.groups, walk.total, walk.n_groups
+        b, rg, cg, passes = walk.b, walk.rg, walk.cg, walk.passes
+        offer, taken, first = dut.passes, walk.taken, walk.first
         # the former's batch register: the batches issued, the last one after the head
         m.d.comb += Assert(self.internal["pass_batch"] == Mux(b == n, n - 1, b))
         m.d.comb += [Assert(dut.issued == b), Assert(b <= n), Assert(passes <= total)]
@@ -240,14 +306,20 @@ class PassFormerFlow(Harness):
             Assert(dut.sorted_rows.group == rg),
             Assert(dut.sorted_cols.group == cg),
         ]
-        first = (rg == 0) & (cg == 0)
         m.d.comb += Assert(offer.valid == (dut.run & (b < n) & (dut.scheduled > b) & (~first | dut.drained)))
-        m.d.comb += [Assert(dut.taken == taken), Assert(dut.done == (taken & (b == n - 1) & last_of_batch))]
+        m.d.comb += [Assert(dut.taken == taken), Assert(dut.done == (taken & (b == n - 1) & walk.last_of_batch))]
         with m.If(dut.done):
             m.d.comb += Assert(passes + 1 == total)
-        payload = offered = offer.payload
-        m.d.comb += [Assert(payload.count == counts[b]), Assert(dut.tokens.first == (b == 0))]
-        for side, read, group in (("rows", dut.sorted_rows, rg), ("cols", dut.sorted_cols, cg)):
+
+    def _check_units(self, m: Module, dut: Any, walk: _Walk) -> None:
+        """The pass offered: its count, ``first`` and each unit's operands, tags, presence and tokens."""
+        from kaleido.encoding import ABSENT
+        from kaleido.hdl.scheduling import UNITS_PER_WORD
+
+        b, units = walk.b, walk.units
+        payload = offered = dut.passes.payload
+        m.d.comb += [Assert(payload.count == walk.counts[b]), Assert(dut.tokens.first == (b == 0))]
+        for side, read, group in (("rows", dut.sorted_rows, walk.rg), ("cols", dut.sorted_cols, walk.cg)):
             for x in range(UNITS_PER_WORD):
                 word, port, token = read.units[x], getattr(offered, side)[x], getattr(dut.tokens, side)[x]
                 present = group * UNITS_PER_WORD + x < units[b]
@@ -267,25 +339,22 @@ class PassFormerFlow(Harness):
                 with m.Else():
                     m.d.comb += [Assert(port.x.as_value() == 0), Assert(port.x1.as_value() == 0)]
                     m.d.comb += [Assert(port.t[c] == ABSENT) for c in range(self._cfg.batch)]
-        if self._stream:
-            held = Signal(name="pass_held")
-            m.d.sync += held.eq(offer.valid & ~offer.ready)
-            scheduled = Signal.like(dut.scheduled, name="scheduled_was")
-            rows, cols = Signal.like(dut.sorted_rows.units), Signal.like(dut.sorted_cols.units)
-            m.d.sync += [scheduled.eq(dut.scheduled), rows.eq(dut.sorted_rows.units), cols.eq(dut.sorted_cols.units)]
-            with m.If(held):
-                m.d.comb += [Assume(dut.run), Assume(dut.drained)]
-                m.d.comb += [
-                    Assume(dut.scheduled >= scheduled),
-                    Assume(dut.sorted_rows.units.as_value() == rows.as_value()),
-                ]
-                m.d.comb += Assume(dut.sorted_cols.units.as_value() == cols.as_value())
-            with m.If(offer.valid & ~offer.ready):  # a new head starts only while no pass waits
-                m.d.comb += Assume(~dut.restart)
-            stream_rule(m, offer, "passes")
-        m.d.comb += [
-            Cover(dut.done, "done"),
-            Cover(taken & ~first & (rg == n_groups[b] - 1), "last_row_group"),
-            Cover(offer.valid & ~offer.ready, "stall"),
-            Cover(dut.run & (b < n) & (dut.scheduled > b) & first & ~dut.drained, "waits_for_drained"),
-        ]
+
+    def _assume_held(self, m: Module, dut: Any) -> None:
+        """The drivers hold still while a pass waits, no head starts then; the stream rule on ``passes``."""
+        offer = dut.passes
+        held = Signal(name="pass_held")
+        m.d.sync += held.eq(offer.valid & ~offer.ready)
+        scheduled = Signal.like(dut.scheduled, name="scheduled_was")
+        rows, cols = Signal.like(dut.sorted_rows.units), Signal.like(dut.sorted_cols.units)
+        m.d.sync += [scheduled.eq(dut.scheduled), rows.eq(dut.sorted_rows.units), cols.eq(dut.sorted_cols.units)]
+        with m.If(held):
+            m.d.comb += [Assume(dut.run), Assume(dut.drained)]
+            m.d.comb += [
+                Assume(dut.scheduled >= scheduled),
+                Assume(dut.sorted_rows.units.as_value() == rows.as_value()),
+            ]
+            m.d.comb += Assume(dut.sorted_cols.units.as_value() == cols.as_value())
+        with m.If(offer.valid & ~offer.ready):  # a new head starts only while no pass waits
+            m.d.comb += Assume(~dut.restart)
+        stream_rule(m, offer, "passes")

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.hdl import Assert, Assume, Cover
 from amaranth.lib import wiring
 
 from .base import (
     StreamPorts,
 )
+
+#: the width of the P V scoreboard's reference counters (beats left, key tiles, totals owed)
+_REF_WIDTH = 8
 
 
 class OAccumulatorFlow(StreamPorts):
@@ -80,16 +83,21 @@ class PvTileFlow(StreamPorts):
         super().__init__(dut, sinks=("o",) if bound else ())
 
     def flow(self, m: Module, dut: Any) -> None:
-        blocks = dut.blocks
-        nb = len(blocks)
+        take = dut.i.valid & dut.i.ready
+        phase, left, open_ = self._framing(m, dut, take)
+        tile_done, tiles_owed = self._scoreboard(m, dut, take, phase)
+        if self._bound:
+            self._response(m, dut, take, phase, left, tile_done, tiles_owed)
+        m.d.comb += Cover(take & (phase == 0) & open_, "second_key_tile")
+
+    def _framing(self, m: Module, dut: Any, take: Value) -> tuple[Signal, Signal, Signal]:
+        """The input's framing, assumed and tracked; returns its phase, the beats left in it and ``ref_open``."""
         tt, ty, tx = self._tile
-        W = 8
-        beat, take = dut.i.payload, dut.i.valid & dut.i.ready
-        o_fire = dut.o.valid & dut.o.ready
+        beat = dut.i.payload
         # the input's framing: phase 0 header, 1 V beats, 2 P beats
         phase = Signal(2, name="ref_phase")
-        left = Signal(W, name="ref_left")
-        n_keys = Signal(W, name="ref_keys")
+        left = Signal(_REF_WIDTH, name="ref_left")
+        n_keys = Signal(_REF_WIDTH, name="ref_keys")
         open_ = Signal(name="ref_open")  # a query tile's key tiles are coming
         q_rows = Signal(range(self._rows + 1), name="ref_rows")
         with m.If(dut.i.valid):
@@ -121,8 +129,16 @@ class PvTileFlow(StreamPorts):
                         m.d.sync += phase.eq(0)
         with m.If(phase != 0):
             m.d.comb += Assert(left >= 1)  # a harness invariant
+        return phase, left, open_
+
+    def _scoreboard(self, m: Module, dut: Any, take: Value, phase: Signal) -> tuple[Value, Signal]:
+        """The totals owed and each ``o`` beat's tags, in order; returns a query tile's last total out, tiles owed."""
+        blocks = dut.blocks
+        nb = len(blocks)
+        beat = dut.i.payload
+        o_fire = dut.o.valid & dut.o.ready
         # the totals owed, and the query tiles they belong to (two at most in flight)
-        owed = Signal(W, name="ref_owed")
+        owed = Signal(_REF_WIDTH, name="ref_owed")
         fin = take & (phase == 0) & beat.final
         rows_q = [Signal(range(self._rows + 1), name=f"ref_rows_q{k}") for k in range(2)]
         tiles_owed = Signal(2, name="ref_tiles_owed")
@@ -151,28 +167,34 @@ class PvTileFlow(StreamPorts):
         with m.If(dut.o.valid):
             m.d.comb += [Assert(owed != 0), Assert(tiles_owed != 0)]
             m.d.comb += [Assert(out.row == erow), Assert(out.group == egrp), Assert(out.count == counts[egrp])]
-        if self._bound:
-            # the final key tile's last P beat taken in cycle 0: its query tile's last total leaves
-            # in cycle pv_tile_cycles - 1 - (keys + rows keys) at the latest (the model's, no stalls)
-            gaps = Array(Const(g, range(max(self._bound) + 1)) for g in self._bound)
-            shape_index = Signal(range(len(self._bound)), name="ref_shape")
-            final_tile = Signal(name="ref_final_tile")
-            with m.If(take & (phase == 0)):
-                index = (((beat.t - 1) * ty + beat.y - 1) * tx + beat.x - 1) * self._rows + beat.rows - 1
-                m.d.sync += [shape_index.eq(index), final_tile.eq(beat.final)]
-            # per query tile owed (oldest first): cycles since its last P beat (0: not yet) and its bound
-            since = [Signal(range(max(self._bound) + 2), name=f"ref_since_final{k}") for k in range(2)]
-            gap = [Signal(range(max(self._bound) + 1), name=f"ref_gap{k}") for k in range(2)]
-            nxt = [Mux(x != 0, x + 1, 0) for x in since]
-            with m.If(tile_done):  # the oldest query tile's totals are out: the second moves up
-                m.d.sync += [since[0].eq(nxt[1]), gap[0].eq(gap[1]), since[1].eq(0)]
+        return tile_done, tiles_owed
+
+    def _response(
+        self, m: Module, dut: Any, take: Value, phase: Signal, left: Signal, tile_done: Value, tiles_owed: Signal
+    ) -> None:
+        """Bounded response: a query tile's last total leaves within its ``bound`` of its last P beat."""
+        _, ty, tx = self._tile
+        beat = dut.i.payload
+        # the final key tile's last P beat taken in cycle 0: its query tile's last total leaves
+        # in cycle pv_tile_cycles - 1 - (keys + rows keys) at the latest (the model's, no stalls)
+        gaps = Array(Const(g, range(max(self._bound) + 1)) for g in self._bound)
+        shape_index = Signal(range(len(self._bound)), name="ref_shape")
+        final_tile = Signal(name="ref_final_tile")
+        with m.If(take & (phase == 0)):
+            index = (((beat.t - 1) * ty + beat.y - 1) * tx + beat.x - 1) * self._rows + beat.rows - 1
+            m.d.sync += [shape_index.eq(index), final_tile.eq(beat.final)]
+        # per query tile owed (oldest first): cycles since its last P beat (0: not yet) and its bound
+        since = [Signal(range(max(self._bound) + 2), name=f"ref_since_final{k}") for k in range(2)]
+        gap = [Signal(range(max(self._bound) + 1), name=f"ref_gap{k}") for k in range(2)]
+        nxt = [Mux(x != 0, x + 1, 0) for x in since]
+        with m.If(tile_done):  # the oldest query tile's totals are out: the second moves up
+            m.d.sync += [since[0].eq(nxt[1]), gap[0].eq(gap[1]), since[1].eq(0)]
+        with m.Else():
+            m.d.sync += [since[k].eq(nxt[k]) for k in range(2)]
+        with m.If(take & (phase == 2) & (left == 1) & final_tile):
+            slot = tiles_owed - 1 - tile_done  # this query tile's place after this cycle's shift
+            with m.If(slot == 0):
+                m.d.sync += [since[0].eq(1), gap[0].eq(gaps[shape_index])]
             with m.Else():
-                m.d.sync += [since[k].eq(nxt[k]) for k in range(2)]
-            with m.If(take & (phase == 2) & (left == 1) & final_tile):
-                slot = tiles_owed - 1 - tile_done  # this query tile's place after this cycle's shift
-                with m.If(slot == 0):
-                    m.d.sync += [since[0].eq(1), gap[0].eq(gaps[shape_index])]
-                with m.Else():
-                    m.d.sync += [since[1].eq(1), gap[1].eq(gaps[shape_index])]
-            m.d.comb += [Assert(since[k] <= gap[k]) for k in range(2)]
-        m.d.comb += Cover(take & (phase == 0) & open_, "second_key_tile")
+                m.d.sync += [since[1].eq(1), gap[1].eq(gaps[shape_index])]
+        m.d.comb += [Assert(since[k] <= gap[k]) for k in range(2)]
