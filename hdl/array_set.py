@@ -22,7 +22,7 @@ accumulation buffer's; which array's block they carry is told by
 
 from __future__ import annotations
 
-from amaranth import Array, Module, Signal
+from amaranth import Array, Module, Mux, Signal
 from amaranth.hdl import EnableInserter
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -158,6 +158,21 @@ class ArraySet(wiring.Component):
         m.d.comb += fill.eq(loaded & ~self.hold & stage_free)
         return loaded, fill, units, tokens, empty
 
+    def _target(self, m: Module, dispatchers) -> Signal:
+        """The lowest-index dispatcher whose ``passes.ready`` is high, one-hot
+        (0: none), as a register chosen a cycle ahead from each dispatcher's
+        ``ready_next`` (its ``ready`` while ``hold`` freezes it), so the
+        choice does not cross the sixteen dispatchers and back in one cycle."""
+        A = self._config.n_arrays
+        target = Signal(A, init=1, name="queue_target")  # after reset every dispatcher is ready
+        nxt = [Mux(self.hold, d.passes.ready, d.ready_next) for d in dispatchers]
+        lowest = Signal(A)
+        for a in reversed(range(A)):
+            with m.If(nxt[a]):
+                m.d.comb += lowest.eq(1 << a)
+        m.d.sync += target.eq(lowest)
+        return target
+
     def _stage(self, m: Module, dispatchers, stage_free, loaded, fill, units, tokens, empty) -> None:
         """The stage register between the walk and the dispatchers (so the
         walk's block select does not fan out to every dispatcher's pass
@@ -166,18 +181,13 @@ class ArraySet(wiring.Component):
         empty (its cycle spent)."""
         cfg = self._config
         r, c = cfg.sub_shape
-        A = cfg.n_arrays
         payload = Signal(pass_layout(r, c, cfg.batch), name="staged_block")
         payload_tokens = Signal.like(self.block_tokens, name="staged_tokens")
         staged = Signal(name="staged")
         staged_empty = Signal(name="staged_empty")
 
-        # the lowest-index array that can take a pass
-        chosen = Signal(range(A))
-        free = Signal()
-        for a in reversed(range(A)):
-            with m.If(dispatchers[a].passes.ready):
-                m.d.comb += [chosen.eq(a), free.eq(1)]
+        target = self._target(m, dispatchers)  # one-hot: the lowest-index array that can take a pass
+        free = target.any()
         handed = Signal()  # the staged block leaves this cycle (taken, or empty)
         offer = Signal()  # a present block, and an array free to take it
         m.d.comb += [
@@ -187,8 +197,8 @@ class ArraySet(wiring.Component):
             self.idle.eq(~loaded & ~staged),
         ]
         for a, d in enumerate(dispatchers):
-            m.d.comb += [d.passes.payload.eq(payload), d.passes.valid.eq(offer & (chosen == a))]
-            m.d.comb += self.block_taken[a].eq(offer & (chosen == a) & ~self.hold)
+            m.d.comb += [d.passes.payload.eq(payload), d.passes.valid.eq(offer & target[a])]
+            m.d.comb += self.block_taken[a].eq(offer & target[a] & ~self.hold)
         m.d.comb += self.block_tokens.eq(payload_tokens)
 
         row_units, col_units, count = units

@@ -51,7 +51,10 @@ class PassDispatcher(wiring.Component):
     T0 job follows the last slot of the previous pass's T3, so passes that
     arrive in time stream back to back, and a pass taken by an idle
     dispatcher has its first beat :data:`~kaleido.config.DISPATCH_LATENCY`
-    (3) cycles later (take, job, slot register).
+    (3) cycles later (take, job, slot register). ``ready_next`` (out):
+    ``passes.ready`` of the next cycle, from this cycle's take and last
+    beat (unless the dispatcher is frozen), so a queue can choose a
+    dispatcher a cycle ahead (``ArraySet``).
     """
 
     def __init__(self, config: KaleidoConfig | None = None):
@@ -59,7 +62,11 @@ class PassDispatcher(wiring.Component):
         self._config = config
         R, C, B = config.array_rows, config.array_cols, config.batch
         super().__init__(
-            {"passes": In(stream.Signature(pass_layout(R, C, B))), "beats": Out(stream.Signature(slot_layout(R, C)))}
+            {
+                "passes": In(stream.Signature(pass_layout(R, C, B))),
+                "beats": Out(stream.Signature(slot_layout(R, C))),
+                "ready_next": Out(1),
+            }
         )
 
     def elaborate(self, platform):
@@ -100,6 +107,16 @@ class PassDispatcher(wiring.Component):
             m.d.sync += wsel.eq(~wsel)
         with m.If(pass_done):
             m.d.sync += bsel.eq(~bsel)
+        # next cycle's ready: the other buffer after a take, else this one;
+        # either is free next cycle if its pass's last beat leaves now
+        take = self.passes.valid & self.passes.ready
+        m.d.comb += self.ready_next.eq(
+            Mux(
+                take,
+                ~Mux(wsel, full[0], full[1]) | (pass_done & (bsel == ~wsel)),
+                self.passes.ready | (pass_done & (bsel == wsel)),
+            )
+        )
         return Mux(jsel, full[1], full[0])
 
     def _jobs(self, m: Module, matcher: Matcher, job: Signal, job_full, jsel: Signal) -> None:

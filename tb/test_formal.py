@@ -360,7 +360,7 @@ FORMAL_MUTANTS = [
     Mutant(
         "array_set_busy_array",
         "hdl/array_set.py",
-        "with m.If(dispatchers[a].passes.ready):",
+        "with m.If(nxt[a]):",
         "with m.If(1):",
         "small arrays",
     ),
@@ -386,6 +386,23 @@ FORMAL_MUTANTS = [
         "hdl/array_set.py",
         "for a in reversed(range(A)):",
         "for a in range(A):",
+        "small arrays",
+    ),
+    # the queue's target register chosen from this cycle's readiness, not the next cycle's: a block offered
+    # to a dispatcher that has just filled its buffers
+    Mutant(
+        "array_set_target_late",
+        "hdl/array_set.py",
+        "nxt = [Mux(self.hold, d.passes.ready, d.ready_next) for d in dispatchers]",
+        "nxt = [d.passes.ready for d in dispatchers]",
+        "small arrays",
+    ),
+    # the dispatcher's next readiness ignores a pass taken this cycle
+    Mutant(
+        "dispatcher_ready_next_no_take",
+        "hdl/dispatcher.py",
+        "                take,\n",
+        "                0,\n",
         "small arrays",
     ),
     # the queue's stage takes the walk's block while it still holds one that does not leave: a block lost
@@ -495,6 +512,8 @@ SEEDED = [
     ("array_set_ignores_hold", "array_set_queue"),
     ("array_set_highest_free", "array_set_queue"),
     ("array_set_stage_overwrites", "array_set_queue"),
+    ("array_set_target_late", "array_set_queue"),
+    ("dispatcher_ready_next_no_take", "array_set_queue"),
     # the bounds off by one (issue 46 item 4): the queue's one pass (its ready pinned by the walk),
     # a FIFO that holds one entry early (its full state unreached)
     ("array_set_takes_while_loaded", "array_set_queue"),

@@ -183,6 +183,7 @@ class ArraySetQueue(Harness):
             Assert(reg["queued_pass"] == cur.as_value()),
             Assert(reg["queued_tokens"] == tokens.as_value()),
             Assert(reg["staged"] == staged),
+            Assert(reg["queue_target"] == lowest),  # chosen a cycle ahead: the ready dispatchers' lowest
         ]
         with m.If(~loaded):
             m.d.comb += Assert(block == 0)
