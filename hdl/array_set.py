@@ -116,8 +116,8 @@ class ArraySet(wiring.Component):
         """The queue's walk: the latched pass and its next block, which
         moves into the stage (``fill``) when the stage is free or its block
         leaves this cycle (``stage_free``). Returns ``loaded`` (a pass
-        latched), ``fill`` and the walk block's units, tokens and emptiness (no present row unit or no present column
-        unit)."""
+        latched), ``fill`` and the walk block's units, tokens and emptiness
+        (no present row unit or no present column unit)."""
         cfg = self._config
         R, C = cfg.array_rows, cfg.array_cols
         r, c = cfg.sub_shape
