@@ -98,18 +98,18 @@ class PassDispatcher(wiring.Component):
         m.d.comb += self.passes.ready.eq(~Mux(wsel, full[1], full[0]))
         s = self.beats.payload.ctl
         pass_done = self.beats.valid & self.beats.ready & s.last & (s.phase == 3)
+        take = self.passes.valid & self.passes.ready
         for i in range(2):
-            with m.If(self.passes.valid & self.passes.ready & (wsel == i)):
+            with m.If(take & (wsel == i)):
                 m.d.sync += [bufs[i].eq(self.passes.payload), full[i].eq(1)]
             with m.Elif(pass_done & (bsel == i)):
                 m.d.sync += full[i].eq(0)
-        with m.If(self.passes.valid & self.passes.ready):
+        with m.If(take):
             m.d.sync += wsel.eq(~wsel)
         with m.If(pass_done):
             m.d.sync += bsel.eq(~bsel)
         # next cycle's ready: the other buffer after a take, else this one;
         # either is free next cycle if its pass's last beat leaves now
-        take = self.passes.valid & self.passes.ready
         m.d.comb += self.ready_next.eq(
             Mux(
                 take,

@@ -378,7 +378,8 @@ def _events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> tup
     names = ("qk", "softmax", "pv", "dispatch", "io")
     stages = {s: {"kaleido": _zero(), "dense": _zero()} for s in names}
     traffic: dict = {s: {"kaleido": {}, "dense": {}} for s in names}
-    n_batches = len(batches(config, grid, split))
+    head_batches = batches(config, grid, split)
+    n_batches = len(head_batches)
 
     # Q K^T, Kaleido
     qa = qk_activity(Q, K, grid, split, config, result)
@@ -433,21 +434,21 @@ def _events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> tup
     # dispatch (Kaleido only): detectors, schedulers, matcher, and the
     # scheduling stage's buffers
     ev = stages["dispatch"]["kaleido"]
-    strings = 2 * sum(len(units(grid, b.axis)) for b in batches(config, grid, split))
+    strings = 2 * sum(len(units(grid, b.axis)) for b in head_batches)
     ev["add_8"] = 3 * n * d + strings * 4 * 2 + sum(p["slots"] for p in result.phases.values())
     ev["reg_byte"] = strings * 2  # a 16-bit reuse string per unit and batch
-    _scheduling_traffic(ev, traffic["dispatch"]["kaleido"], grid, split, config)
+    _scheduling_traffic(ev, traffic["dispatch"]["kaleido"], grid, head_batches)
     return stages, traffic
 
 
-def _scheduling_traffic(ev: dict, tr: dict, grid, split, config: KaleidoConfig) -> None:
-    """The scheduling stage's buffer traffic per batch: the walk reads each
-    unit's anchor and follower of Q and K (four copies, a byte per
-    channel); each side's unit memory takes the detector's unit (anchor
+def _scheduling_traffic(ev: dict, tr: dict, grid, head_batches: list) -> None:
+    """The scheduling stage's buffer traffic over the head's batches: per
+    batch, the walk reads each unit's anchor and follower of Q and K (four
+    copies, a byte per channel); each side's unit memory takes the detector's unit (anchor
     value, effective value and 2-bit class per channel: 18 bits) and gives
     it back as the scheduler emits it into the sorted memory (18 bits per
     channel: anchor, follower, tag)."""
-    unit_channels = sum(len(units(grid, b.axis)) * len(b.channels) for b in batches(config, grid, split))
+    unit_channels = sum(len(units(grid, b.axis)) * len(b.channels) for b in head_batches)
     walk = 4 * unit_channels
     side = 2 * unit_channels * 18 // 8  # both sides
     ev["sram_read_byte"] += walk + side

@@ -118,9 +118,10 @@ def _batch_tiles(units, perm_r, perm_c, beats, cfg: KaleidoConfig) -> BatchTiles
     R, C = cfg.array_rows, cfg.array_cols
     Gr, Gc, _ = beats.shape
     flat = beats.reshape(Gr * Gc, 4)
-    done = DISPATCH_LATENCY - 1 + np.cumsum(flat.sum(axis=1))
+    per_pass = flat.sum(axis=1)
+    done = DISPATCH_LATENCY - 1 + np.cumsum(per_pass)
     take = np.concatenate([np.arange(min(2, len(done))), done[:-2] + 1])
-    last_beat = (done - flat.sum(axis=1))[:, None] + np.cumsum(flat, axis=1)
+    last_beat = (done - per_pass)[:, None] + np.cumsum(flat, axis=1)
     gi, gj = np.repeat(np.arange(Gr), Gc), np.tile(np.arange(Gc), Gr)
     rt, ct = _unit_tokens(units, perm_r, R, Gr), _unit_tokens(units, perm_c, C, Gc)
     return _tile_traffic(rt, ct, gi, gj, last_beat, int(done[-1]), int(take[-1]), cfg)

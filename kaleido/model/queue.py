@@ -39,8 +39,9 @@ def queue_ticks(
     who = np.full(n, -1, dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
     done = np.full((2, arrays), -1, dtype=np.int64)
-    _queue_run(present, beats, done, buffers, _queue_start(buffers), h, who, first)
-    lead = 2 if buffers == 2 else 1  # the block whose leaving lets the next pass in
+    start = _queue_start(buffers)
+    _queue_run(present, beats, done, buffers, start, h, who, first)
+    lead = 1 + start  # the next pass is taken as the last block enters the stage (or, with none, leaves)
     takes = np.concatenate([[0], h[arrays - lead : n - lead : arrays]]) if n else np.zeros(1, dtype=np.int64)
     return h, who, takes, int(h[-1]) + 1 if n else 1, first
 
