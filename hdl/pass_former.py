@@ -40,7 +40,10 @@ class PassFormer(wiring.Component):
     put tiles on one ``S`` entry, but the previous batch's last passes may
     cover the same tokens, docs/ENGINE.md). ``sorted_rows``,
     ``sorted_cols`` (out, :func:`~kaleido.hdl.scheduling.sorted_read_signature`):
-    reads of the sorted memories, bank = the batch's parity.
+    registered reads of the sorted memories, bank = the batch's parity:
+    the reads address the word of the next cycle's pass (the walk's next
+    position), so the offered pass's units arrive with it; while an offered
+    pass waits the reads are off and its words stay.
 
     ``passes`` (out stream of :func:`~kaleido.hdl.dispatcher.pass_layout`):
     the passes; a padding unit of a short last group is absent
@@ -51,7 +54,10 @@ class PassFormer(wiring.Component):
     cycle. ``issued`` (out): batches whose passes were all taken. ``done``
     (out): the head's last pass is taken this cycle.
 
-    A pass is offered in the cycle its batch is scheduled (``latency`` 0).
+    A pass is offered in the cycle its batch is scheduled (``latency`` 0):
+    the scheduling stage sees a batch complete at least a cycle after its
+    last write (:attr:`~kaleido.hdl.scheduling.SchedulingStage.latency`), so
+    the word read in the cycle before holds it.
     """
 
     def __init__(self, config: KaleidoConfig | None = None, grid=(2, 4, 4)):
@@ -108,12 +114,12 @@ class PassFormer(wiring.Component):
         row_group = Signal(range(max_groups + 1))
         col_group = Signal(range(max_groups + 1))
         n_units, n_groups = batch_units[pass_batch], batch_groups[pass_batch]
-        m.d.comb += [
-            self.sorted_rows.bank.eq(pass_batch[0]),
-            self.sorted_rows.group.eq(row_group),
-            self.sorted_cols.bank.eq(pass_batch[0]),
-            self.sorted_cols.group.eq(col_group),
-        ]
+        # the walk's next position, which the registered reads address
+        batch_next, row_next, col_next = Signal.like(pass_batch), Signal.like(row_group), Signal.like(col_group)
+        m.d.sync += [pass_batch.eq(batch_next), row_group.eq(row_next), col_group.eq(col_next)]
+        hold = self.passes.valid & ~self.passes.ready & ~self.restart  # an offered pass waits: its words stay
+        for read, group in ((self.sorted_rows, row_next), (self.sorted_cols, col_next)):
+            m.d.comb += [read.bank.eq(batch_next[0]), read.group.eq(group), read.en.eq(~hold)]
 
         offered = self.passes.payload
         for side, read, group, ports, units in (
@@ -152,15 +158,18 @@ class PassFormer(wiring.Component):
             self.taken.eq(self.passes.valid & self.passes.ready),
             self.done.eq(self.taken & last_of_batch & (pass_batch == n_batches - 1)),
         ]
+        m.d.comb += [batch_next.eq(pass_batch), row_next.eq(row_group), col_next.eq(col_group)]
         with m.If(self.restart):
-            m.d.sync += [pass_batch.eq(0), self.issued.eq(0), row_group.eq(0), col_group.eq(0)]
+            m.d.sync += self.issued.eq(0)
+            m.d.comb += [batch_next.eq(0), row_next.eq(0), col_next.eq(0)]
         with m.Elif(self.taken):
             with m.If(last_of_batch):
-                m.d.sync += [self.issued.eq(self.issued + 1), row_group.eq(0), col_group.eq(0)]
+                m.d.sync += self.issued.eq(self.issued + 1)
+                m.d.comb += [row_next.eq(0), col_next.eq(0)]
                 with m.If(pass_batch != n_batches - 1):
-                    m.d.sync += pass_batch.eq(pass_batch + 1)
+                    m.d.comb += batch_next.eq(pass_batch + 1)
             with m.Elif(col_group + 1 == n_groups):
-                m.d.sync += [col_group.eq(0), row_group.eq(row_group + 1)]
+                m.d.comb += [col_next.eq(0), row_next.eq(row_group + 1)]
             with m.Else():
-                m.d.sync += col_group.eq(col_group + 1)
+                m.d.comb += col_next.eq(col_group + 1)
         return m

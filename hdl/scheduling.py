@@ -79,13 +79,16 @@ def sorted_unit_layout(batch: int, n_tokens: int) -> data.StructLayout:
 
 
 def sorted_read_signature(batch: int, n_tokens: int, max_groups: int) -> wiring.Signature:
-    """A read of one sorted memory, from the reader's side: ``bank`` (batch
-    parity) and unit ``group`` out, the group's :data:`UNITS_PER_WORD` units
-    (:func:`sorted_unit_layout`) back in the same cycle."""
+    """A registered read of one sorted memory, from the reader's side:
+    ``bank`` (batch parity) and unit ``group`` out, with ``en``; the group's
+    :data:`UNITS_PER_WORD` units (:func:`sorted_unit_layout`) back the next
+    cycle, as the memory held them in the cycle of the read (a word written
+    in that cycle is not seen). While ``en`` is low the units read last stay."""
     return wiring.Signature(
         {
             "bank": Out(1),
             "group": Out(range(max_groups + 1)),
+            "en": Out(1),
             "units": In(data.ArrayLayout(sorted_unit_layout(batch, n_tokens), UNITS_PER_WORD)),
         }
     )
@@ -277,11 +280,13 @@ class SchedulingStage(wiring.Component):
             n.complete.append(position == n.n_units)
 
     def _sorted_reads(self, m: Module, n: _Shared) -> None:
-        """The pass former's reads of the sorted memories."""
+        """The pass former's reads of the sorted memories: registered, as a
+        register-file macro's (docs/SYNTH.md "Buffers")."""
         for sorted_memory, read in ((n.sorted_rows, self.sorted_rows), (n.sorted_cols, self.sorted_cols)):
-            port = sorted_memory.read_port(domain="comb")
+            port = sorted_memory.read_port()
             m.d.comb += [
                 port.addr.eq(Mux(read.bank, n.max_groups, 0) + read.group),
+                port.en.eq(read.en),
                 read.units.as_value().eq(port.data),
             ]
 

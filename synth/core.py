@@ -40,7 +40,7 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 
 from ..config import DESIGNS, CoreConfig, KaleidoConfig
-from .memories import MACRO_MIN_WORDS, classify_memories, macro_synth
+from .memories import MACRO_MIN_WORDS, REGFILE_MIN_WORDS, classify_memories, macro_synth
 from .tools import (
     LOGIC_STEPS,
     failure_entry,
@@ -50,6 +50,7 @@ from .tools import (
 
 __all__ = [
     "MACRO_MIN_WORDS",
+    "REGFILE_MIN_WORDS",
     "CORE_VARIANTS",
     "DEFAULT_CORES",
     "classify_memories",
@@ -231,6 +232,7 @@ def core_report(entries: dict, designs: dict | None = None, data_path=None) -> d
             out[_overhead_key(key)] = _overheads(out[key], out["dense"], paper, per_array, per_transistor)
     out["assumptions"] = {
         "macro_min_words": MACRO_MIN_WORDS,
+        "regfile_min_words": REGFILE_MIN_WORDS,
         "logic": data["logic"]["source"],
         "sram": data["sram"]["source"],
         "paper_buffer_mm2_per_array": per_array,
@@ -324,7 +326,7 @@ class CoreRun:
             if key not in CORE_VARIANTS:
                 raise ValueError(f"unknown core {key!r}; known: {sorted(CORE_VARIANTS)}")
         self.root, self.pool, self.cache, self.core = root, pool, cache, core or CoreConfig()
-        self.salt = (FLOW_ID, tool_version("yosys"), str(MACRO_MIN_WORDS), LOGIC_STEPS)
+        self.salt = (FLOW_ID, tool_version("yosys"), f"{MACRO_MIN_WORDS}/{REGFILE_MIN_WORDS}", LOGIC_STEPS)
         self.flat = {k: pool.submit(flat_core, k, root, self.salt, self.core) for k in flatten}
         if verilog is not None:  # designs given as Verilog (any top), not cores to elaborate
             self.elab = {k: _Done(text) for k, text in verilog.items()}

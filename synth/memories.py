@@ -7,11 +7,18 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["MACRO_MIN_WORDS", "classify_memories", "macro_synth", "select_name"]
+__all__ = ["MACRO_MIN_WORDS", "REGFILE_MIN_WORDS", "classify_memories", "macro_synth", "select_name"]
 
 #: a memory of at least this many words is a buffer (an SRAM macro); fewer
-#: is a FIFO's or a pipeline's storage, built from flip-flops
+#: is a FIFO's or a pipeline's storage, built from flip-flops, unless its
+#: reads are registered and it has :data:`REGFILE_MIN_WORDS` words
 MACRO_MIN_WORDS = 32
+
+#: a memory whose every read port is registered (synchronous) is a buffer
+#: from this many words on: a register-file macro, as a memory compiler
+#: builds one (its bits counted as a macro's, as every buffer's); an
+#: assumption, docs/SYNTH.md "Buffers"
+REGFILE_MIN_WORDS = 16
 
 
 def _number(value) -> int:
@@ -27,8 +34,9 @@ def classify_memories(mems: dict, top: str, min_words: int = MACRO_MIN_WORDS) ->
     each ``{cell name: {"words", "width", "bits", "read_ports",
     "write_ports", "read"}}`` (``read``: ``"sync"`` when every read port is
     clocked, else ``"async"``). A buffer is a memory the design declared
-    (not a ``proc_rom`` case table) with at least ``min_words`` words. A
-    design without memories has an empty list."""
+    (not a ``proc_rom`` case table) with at least ``min_words`` words, or
+    with registered reads and at least :data:`REGFILE_MIN_WORDS`. A design
+    without memories has an empty list."""
     if not mems["modules"]:  # no memory selected: Yosys writes no module
         return {}, {}
     module = mems["modules"].get(top)
@@ -51,7 +59,8 @@ def classify_memories(mems: dict, top: str, min_words: int = MACRO_MIN_WORDS) ->
             "read": "sync" if clocked == (1 << reads) - 1 else "async",
         }
         table = "proc_rom" in str(p.get("MEMID", ""))
-        (logic if table or words < min_words else buffers)[name] = entry
+        least = min(min_words, REGFILE_MIN_WORDS) if entry["read"] == "sync" else min_words
+        (logic if table or words < least else buffers)[name] = entry
     return buffers, logic
 
 

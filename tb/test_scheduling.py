@@ -76,12 +76,21 @@ def expected_sorted(w, cfg: KaleidoConfig) -> list:
     return out
 
 
-def check_bank(ctx, stage, b, expected, n, batch, label):
-    """Read bank ``b % 2`` through the stage's read ports and compare."""
-    for side, read, name in zip(expected, (stage.sorted_rows, stage.sorted_cols), ("rows", "cols"), strict=True):
+def read_group(ctx, stage, b, g) -> None:
+    """Address group ``g`` of bank ``b % 2`` on both sorted memories'
+    registered read ports (its units are there the next cycle)."""
+    for read in (stage.sorted_rows, stage.sorted_cols):
         ctx.set(read.bank, b % 2)
-        for p, (a, f, x, x1, t) in enumerate(side):
-            ctx.set(read.group, p // UNITS_PER_WORD)
+        ctx.set(read.group, g)
+        ctx.set(read.en, 1)
+
+
+def check_group(ctx, stage, b, g, expected, n, batch, label):
+    """The units of group ``g`` of batch ``b`` read last cycle (both sides)
+    against ``expected``."""
+    for side, read, name in zip(expected, (stage.sorted_rows, stage.sorted_cols), ("rows", "cols"), strict=True):
+        for p in range(g * UNITS_PER_WORD, min(len(side), (g + 1) * UNITS_PER_WORD)):
+            a, f, x, x1, t = side[p]
             unit = ctx.get(read.units)[p % UNITS_PER_WORD]
             got = (
                 unit.anchor,
@@ -137,16 +146,31 @@ def test_scheduling_stage(name, cfg, grid, seed):
             ctx.set(stage.restart, 0)
             ctx.set(stage.run, 1)
             # cycle 0: the first after restart; batch b starts at start[b]
-            start, done, release = [0] * n_batches, [0] * n_batches, [0] * n_batches
+            start, done, release = [0] * n_batches, [0] * n_batches, [1 << 30] * n_batches
             cycle = b = 0
-            while b < n_batches or ctx.get(stage.issued) < n_batches:
+            to_read: list[int] = []  # complete batches whose banks are still to be read back
+            reading: tuple[int, int] | None = None  # (batch, groups addressed so far)
+            while b < n_batches or to_read or reading or ctx.get(stage.issued) < n_batches:
+                if reading and reading[1]:
+                    rb = reading[0]
+                    check_group(ctx, stage, rb, reading[1] - 1, expected[rb], cfg.batches[rb][1], cfg.batch, label)
                 if b < n_batches and ctx.get(stage.scheduled) == b + 1:
                     done[b] = cycle
-                    check_bank(ctx, stage, b, expected[b], cfg.batches[b][1], cfg.batch, label)
-                    # none, a few cycles, or longer than a batch's scheduling (then batch b + 2 waits)
-                    delay = int(rng.choice([0, int(rng.integers(1, 12)), int(rng.integers(50, 600))]))
-                    release[b] = max(release[b - 1] if b else 0, cycle + delay)  # batches are released in order
+                    to_read.append(b)
                     b += 1
+                if reading is None and to_read:
+                    reading = (to_read.pop(0), 0)
+                if reading:
+                    rb, g = reading
+                    if g < max(unit_groups(len(side)) for side in expected[rb]):
+                        read_group(ctx, stage, rb, g)
+                        reading = (rb, g + 1)
+                    else:
+                        # the bank read back: released after none, a few cycles, or longer than
+                        # a batch's scheduling (then batch rb + 2 waits); batches in order
+                        delay = int(rng.choice([0, int(rng.integers(1, 12)), int(rng.integers(50, 600))]))
+                        release[rb] = max(release[rb - 1] if rb else 0, cycle + delay)
+                        reading = None
                 issued = sum(1 for k in range(b) if release[k] <= cycle)
                 ctx.set(stage.issued, issued)
                 cycle += 1

@@ -12,7 +12,14 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from kaleido.synth.core import MACRO_MIN_WORDS, classify_memories, core_report, core_table, synth_core
+from kaleido.synth.core import (
+    MACRO_MIN_WORDS,
+    REGFILE_MIN_WORDS,
+    classify_memories,
+    core_report,
+    core_table,
+    synth_core,
+)
 from kaleido.tb.synth_util import workdir
 
 pytestmark = pytest.mark.toolchain
@@ -86,13 +93,18 @@ def test_classify_memories():
         {
             "\\buf": (MACRO_MIN_WORDS, 8, 1, 1, "\\buf"),
             "\\fifo": (MACRO_MIN_WORDS - 1, 8, 1, 1, "\\fifo"),
+            "\\regfile": (REGFILE_MIN_WORDS, 8, 1, 1, "\\regfile"),
+            "\\small": (REGFILE_MIN_WORDS - 1, 8, 1, 1, "\\small"),
+            "\\async": (MACRO_MIN_WORDS - 1, 8, 1, 0, "\\async"),
             "\\comb": (128, 15, 2, 0b01, "\\comb"),
             "$table": (256, 17, 1, 0, "$flatten\\x.$auto$proc_rom.cc:155:do_switch$1"),
         }
     )
     buffers, logic = classify_memories(json.loads(json.dumps(mems)), "core")
-    assert sorted(buffers) == ["\\buf", "\\comb"]
-    assert sorted(logic) == ["$table", "\\fifo"]
+    # a registered read of REGFILE_MIN_WORDS words is a register-file macro; an
+    # asynchronous read needs MACRO_MIN_WORDS
+    assert sorted(buffers) == ["\\buf", "\\comb", "\\fifo", "\\regfile"]
+    assert sorted(logic) == ["$table", "\\async", "\\small"]
     assert buffers["\\buf"]["read"] == "sync" and buffers["\\comb"]["read"] == "async"
     assert buffers["\\comb"]["bits"] == 128 * 15
     with pytest.raises(ValueError, match="'top'"):

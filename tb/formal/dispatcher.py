@@ -215,11 +215,12 @@ class _Walk:
 
 class PassFormerFlow(Harness):
     """The pass former against the loop nest's batch table (white box for
-    one invariant: its batch register is the batches issued, the last one
-    after the head). The harness walks the passes of the head itself:
+    its walk's registers: its batch register is the batches issued, the
+    last one after the head; its row and column groups are the walk's). The harness walks the passes of the head itself:
     batch ``b`` (= ``issued``), row group outer, column group inner, and
-    on ``restart`` back to batch 0. Always (no assumption): the reads go to
-    the walk's groups in bank ``b mod 2``; a pass is offered exactly when
+    on ``restart`` back to batch 0. Always (no assumption): the registered
+    reads' last enabled address is the walk's groups in bank ``b mod 2``
+    (the words offered are those of the walk's pass); a pass is offered exactly when
     ``run`` is high, batch ``b`` is scheduled and (on a batch's first
     pass) the array has ``drained`` (bounded response: latency 0); each
     unit's operands, tags, presence and tokens are the word read (zero and
@@ -227,8 +228,10 @@ class PassFormerFlow(Harness):
     batch ``b``'s; ``taken`` is a transfer; ``done`` pulses exactly with
     the head's last pass, when the walk has taken every pass of every
     batch exactly once (scoreboard), and nothing is offered after it.
-    With ``stream``, the drivers of ``run``, ``scheduled``, ``drained`` and
-    the memories are assumed to hold still while a pass waits, and no head
+    The memories are modelled as registered reads: a read not enabled
+    keeps its word. With ``stream``, the drivers of ``run``, ``scheduled``
+    and ``drained`` are assumed to hold still while a pass waits (the words
+    stay by themselves: the former disables its reads), and no head
     starts (``restart``, which withdraws the pass: the engine restarts
     between heads) while a pass is offered and not taken; then the stream
     rule holds on ``passes``."""
@@ -292,6 +295,8 @@ class PassFormerFlow(Harness):
         offer, taken, first = dut.passes, walk.taken, walk.first
         # the former's batch register: the batches issued, the last one after the head
         m.d.comb += Assert(self.internal["pass_batch"] == Mux(b == n, n - 1, b))
+        # and its groups are the walk's (the reads address their next values)
+        m.d.comb += [Assert(self.internal["row_group"] == rg), Assert(self.internal["col_group"] == cg)]
         m.d.comb += [Assert(dut.issued == b), Assert(b <= n), Assert(passes <= total)]
         with m.If(b < n):
             m.d.comb += [Assert(rg < n_groups[b]), Assert(cg < n_groups[b])]
@@ -299,13 +304,13 @@ class PassFormerFlow(Harness):
             m.d.comb += Assert(passes == before[b] + rg * n_groups[b] + cg)
         with m.Else():
             m.d.comb += [Assert(rg == 0), Assert(cg == 0), Assert(passes == total)]
+        # the registered reads: the last enabled address is the walk's position
         bank = Mux(b == n, n - 1, b)[0]
-        m.d.comb += [
-            Assert(dut.sorted_rows.bank == bank),
-            Assert(dut.sorted_cols.bank == bank),
-            Assert(dut.sorted_rows.group == rg),
-            Assert(dut.sorted_cols.group == cg),
-        ]
+        for read, group in ((dut.sorted_rows, rg), (dut.sorted_cols, cg)):
+            read_bank, read_group = Signal.like(read.bank), Signal.like(read.group)
+            with m.If(read.en):
+                m.d.sync += [read_bank.eq(read.bank), read_group.eq(read.group)]
+            m.d.comb += [Assert(read_bank == bank), Assert(read_group == group)]
         m.d.comb += Assert(offer.valid == (dut.run & (b < n) & (dut.scheduled > b) & (~first | dut.drained)))
         m.d.comb += [Assert(dut.taken == taken), Assert(dut.done == (taken & (b == n - 1) & walk.last_of_batch))]
         with m.If(dut.done):
@@ -346,15 +351,15 @@ class PassFormerFlow(Harness):
         held = Signal(name="pass_held")
         m.d.sync += held.eq(offer.valid & ~offer.ready)
         scheduled = Signal.like(dut.scheduled, name="scheduled_was")
-        rows, cols = Signal.like(dut.sorted_rows.units), Signal.like(dut.sorted_cols.units)
-        m.d.sync += [scheduled.eq(dut.scheduled), rows.eq(dut.sorted_rows.units), cols.eq(dut.sorted_cols.units)]
+        m.d.sync += scheduled.eq(dut.scheduled)
+        for read in (dut.sorted_rows, dut.sorted_cols):
+            # a registered read not enabled keeps its word (the memory's behaviour)
+            units, was_off = Signal.like(read.units), Signal()
+            m.d.sync += [units.eq(read.units), was_off.eq(~read.en)]
+            with m.If(was_off):
+                m.d.comb += Assume(read.units.as_value() == units.as_value())
         with m.If(held):
-            m.d.comb += [Assume(dut.run), Assume(dut.drained)]
-            m.d.comb += [
-                Assume(dut.scheduled >= scheduled),
-                Assume(dut.sorted_rows.units.as_value() == rows.as_value()),
-            ]
-            m.d.comb += Assume(dut.sorted_cols.units.as_value() == cols.as_value())
+            m.d.comb += [Assume(dut.run), Assume(dut.drained), Assume(dut.scheduled >= scheduled)]
         with m.If(offer.valid & ~offer.ready):  # a new head starts only while no pass waits
             m.d.comb += Assume(~dut.restart)
         stream_rule(m, offer, "passes")
