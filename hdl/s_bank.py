@@ -10,7 +10,7 @@ bank per configuration instead of ``s_banks`` (docs/SYNTH.md).
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -68,9 +68,68 @@ class SBank(wiring.Component):
             }
         )
 
+    def _compact(self, m: Module) -> list[tuple[Value, Value]]:
+        """The selected lanes' entries moved to the front in lane order, as
+        ``(valid, entry bits)`` per position: lane ``i`` moves down by
+        ``d_i``, the lanes not selected before it, in ``log2(lanes)``
+        stages of 2:1 multiplexers, stage ``k`` moving it ``2^k`` when bit
+        ``k`` of ``d_i`` is set. Least significant bit first, no two
+        entries ever meet (after stage ``k`` lane ``i`` is at
+        ``i - (d_i mod 2^(k+1))``, strictly increasing in ``i`` over the
+        selected lanes): a network of ``lanes x log2(lanes)`` multiplexers
+        per bit instead of a write port per lane on every slot."""
+        L = self._lanes
+        gaps = []
+        for i in range(L):
+            gap = Signal(range(max(2, L)), name=f"gap{i}")
+            m.d.comb += gap.eq(sum((~self.sel[k] for k in range(i)), Const(0, range(max(2, L)))))
+            gaps.append(gap)
+        cur = [(self.sel[i], gaps[i], self.entries[i].as_value()) for i in range(L)]
+        for k in range(max(0, (L - 1).bit_length())):
+            step, nxt = 1 << k, []
+            for p in range(L):
+                valid = Signal(name=f"c{k}_valid{p}")
+                gap = Signal.like(gaps[0], name=f"c{k}_gap{p}")
+                entry = Signal(len(cur[p][2]), name=f"c{k}_entry{p}")
+                stays = cur[p][0] & ~cur[p][1][k]
+                if p + step < L:
+                    v_in, g_in, e_in = cur[p + step]
+                    moves_in = v_in & g_in[k]
+                    m.d.comb += [
+                        valid.eq(moves_in | stays),
+                        gap.eq(Mux(moves_in, g_in, cur[p][1])),
+                        entry.eq(Mux(moves_in, e_in, cur[p][2])),
+                    ]
+                else:
+                    m.d.comb += [valid.eq(stays), gap.eq(cur[p][1]), entry.eq(cur[p][2])]
+                nxt.append((valid, gap, entry))
+            cur = nxt
+        return [(v, e) for v, _, e in cur]
+
+    def _rotate(self, m: Module, items: list[tuple[Value, Value]], by: Value) -> list[tuple[Value, Value]]:
+        """``items`` (padded or cut to the FIFO's ``depth``) rotated so that
+        item ``x`` lands on slot ``(by + x) mod depth``: ``log2(depth)``
+        stages of 2:1 multiplexers."""
+        D = self._depth
+        width = len(items[0][1])
+        cur = [items[x] if x < len(items) else (Const(0, 1), Const(0, width)) for x in range(D)]
+        for k in range(max(0, (D - 1).bit_length())):
+            step, nxt = 1 << k, []
+            for s in range(D):
+                valid, entry = Signal(name=f"r{k}_valid{s}"), Signal(width, name=f"r{k}_entry{s}")
+                src = cur[(s - step) % D]
+                m.d.comb += [
+                    valid.eq(Mux(by[k], src[0], cur[s][0])),
+                    entry.eq(Mux(by[k], src[1], cur[s][1])),
+                ]
+                nxt.append((valid, entry))
+            cur = nxt
+        return cur
+
     def _fifo(self, m: Module) -> tuple[data.View, Signal, Signal]:
-        """The FIFO: every selected lane's entry this cycle, in lane order;
-        one pop a cycle. Returns the head entry, ``pop`` and the count."""
+        """The FIFO: every selected lane's entry this cycle, in lane order
+        (compacted, then rotated to the write pointer); one pop a cycle.
+        Returns the head entry, ``pop`` and the count."""
         D, L = self._depth, self._lanes
         # the slots as one signal (one process writes them: a smaller
         # Verilog, and a faster Verilator build and run)
@@ -83,15 +142,13 @@ class SBank(wiring.Component):
         overflow = Signal(name="overflow")
         m.d.comb += [overflow.eq(count + arrivals > D), self.full.eq(overflow)]
         take = self.take
-        place = 0
-        # the outer test changes no value (every lane's write needs an
-        # arrival) but is the simulation's fast path: without it every
-        # slot tests every lane every cycle, half of Verilator's time
+        placed = self._rotate(m, self._compact(m), wr_ptr)
+        # the outer test changes no value (every slot's write needs an
+        # arrival) but is the simulation's fast path
         with m.If(take & (arrivals != 0)):
-            for k in range(L):
-                with m.If(self.sel[k]):
-                    m.d.sync += slots[(wr_ptr + place)[: max(1, (D - 1).bit_length())]].eq(self.entries[k])
-                place = place + self.sel[k]
+            for s in range(D):
+                with m.If(placed[s][0]):
+                    m.d.sync += slots[s].as_value().eq(placed[s][1])
         pop = Signal(name="pop")
         m.d.comb += pop.eq(count != 0)
         m.d.sync += [

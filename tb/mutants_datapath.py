@@ -242,8 +242,24 @@ DATAPATH = [
     Mutant(
         "s_fifo_place",
         "hdl/s_bank.py",
-        "place = place + self.sel[k]",
-        "place = place",
+        "gap.eq(sum((~self.sel[k] for k in range(i)),",
+        "gap.eq(sum((~self.sel[k] for k in range(i - 1)),",
+        "accumulation buffer",
+    ),
+    # the compaction moves an entry without looking at its gap's bit: two entries meet
+    Mutant(
+        "s_fifo_compact_moves_all",
+        "hdl/s_bank.py",
+        "moves_in = v_in & g_in[k]",
+        "moves_in = v_in",
+        "accumulation buffer",
+    ),
+    # the rotation ignores the write pointer's bit: entries land on the wrong slots
+    Mutant(
+        "s_fifo_rotate_ignores_pointer",
+        "hdl/s_bank.py",
+        "valid.eq(Mux(by[k], src[0], cur[s][0])),",
+        "valid.eq(cur[s][0]),",
         "accumulation buffer",
     ),
     Mutant(

@@ -220,9 +220,27 @@ FORMAL_MUTANTS = [
     Mutant(
         "pass_former_skips_pass",
         "hdl/pass_former.py",
-        "col_group.eq(col_group + 1)",
-        "col_group.eq(col_group + 2)",
+        "col_next.eq(col_group + 1)",
+        "col_next.eq(col_group + 2)",
         "pass former walk",
+    ),
+    # the pass former's registered reads address its position now, not the next one:
+    # the words offered are those of the pass before
+    Mutant(
+        "pass_former_reads_late",
+        "hdl/pass_former.py",
+        "((self.sorted_rows, row_next), (self.sorted_cols, col_next))",
+        "((self.sorted_rows, row_group), (self.sorted_cols, col_group))",
+        "pass former reads",
+    ),
+    # the pass former keeps its reads off on a restart under a waiting pass: the
+    # next head's first words are read from the old address
+    Mutant(
+        "pass_former_read_off_on_restart",
+        "hdl/pass_former.py",
+        "self.passes.valid & ~self.passes.ready & ~self.restart",
+        "self.passes.valid & ~self.passes.ready",
+        "pass former reads",
     ),
     # the pass former moves on without a transfer: the offered pass changes under a stall
     Mutant(
@@ -468,11 +486,15 @@ SEEDED = [
     ("pass_former_ignores_drained", "pass_former_flow"),
     ("pass_former_skips_pass", "pass_former_flow"),
     ("pass_former_ignores_ready", "pass_former_stream"),
+    ("pass_former_reads_late", "pass_former_flow"),
+    ("pass_former_read_off_on_restart", "pass_former_flow"),
     # the banked accumulation buffer: a FIFO overflows; a lane takes the wrong
     # phase's token; two lanes' tiles in one FIFO slot, a stale word added, a tile in the wrong bank
     ("s_fifo_overflow", "accumulation_buffer_fifo"),
     ("s_lane_phase", "accumulation_buffer_routing"),
     ("s_fifo_place", "accumulation_buffer_sums"),
+    ("s_fifo_compact_moves_all", "accumulation_buffer_sums"),
+    ("s_fifo_rotate_ignores_pointer", "accumulation_buffer_sums"),
     ("s_rmw_forward", "accumulation_buffer_sums"),
     ("s_bank_route", "accumulation_buffer_sums"),
     ("s_rmw_forward", "accumulation_buffer_sums_short"),  # the fast subset's part of sums catches it too
