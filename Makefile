@@ -19,6 +19,7 @@ help:
 	@echo "                bit for bit, cycles against the model and the dense core -> build/sim/result.json"
 	@echo "                (WAVES=1 writes a waveform: FST on Icarus, VCD on Verilator; on Verilator without WAVES a plain binary,"
 	@echo "                built with clang where found; KALEIDO_CXX=g++ picks another compiler)"
+	@echo "                (CALIBRATE=1: the head's Q K^T thresholds chosen by kaleido calibrate on its other motion, at 40 + 1.5 dB)"
 	@echo "make rtl        the cocotb regression on one simulator (SIM=icarus|verilator), PASS/FAIL table"
 	@echo "make soak       10^6 cycles each through the array, the engine (one 4x4 array; 16 1x1 arrays) and the core, with stalls, on Verilator (SOAK_CYCLES=...)"
 	@echo "make formal     SymbiYosys proofs (yices; z3 for one): stream rules, scoreboards, payload, response bounds and covers of the"
@@ -71,8 +72,10 @@ verilog: $(STAMP)
 
 # the engine demo; DEMO_ARGS passes more options (--grid, --split, --batch, --preset, --seed)
 WAVES ?= 0
+# CALIBRATE=1: the head's thresholds chosen by kaleido calibrate on its other motion, sent at run time
+CALIBRATE ?= 0
 sim: $(STAMP)
-	$(PY) -m kaleido.tb.demo $(if $(SIM),--sim $(SIM),) $(if $(filter 1,$(WAVES)),--waves,) $(DEMO_ARGS)
+	$(PY) -m kaleido.tb.demo $(if $(SIM),--sim $(SIM),) $(if $(filter 1,$(WAVES)),--waves,) $(if $(filter 1,$(CALIBRATE)),--calibrate,) $(DEMO_ARGS)
 
 # -s shows cocotb's own PASS/FAIL summary table for every testbench
 rtl: $(STAMP)

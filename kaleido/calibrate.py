@@ -27,7 +27,16 @@ from collections.abc import Callable
 from .checks import check_group_thresholds
 from .config import KaleidoConfig
 
-__all__ = ["LADDER", "FLOOR", "MARGIN", "search_thresholds", "calibrate", "load_thresholds", "save_thresholds"]
+__all__ = [
+    "LADDER",
+    "FLOOR",
+    "MARGIN",
+    "search_thresholds",
+    "calibrate",
+    "calibration_head",
+    "load_thresholds",
+    "save_thresholds",
+]
 
 #: the quality floor, dB of attention-output PSNR against int8 attention
 FLOOR = 40.0
@@ -147,6 +156,18 @@ def calibrate(
         "v_full": cfg.F,
         "search": search,
     }
+
+
+def calibration_head(preset: str, grid, motion: str, seed: int):
+    """The synthetic head a synthetic head's thresholds are chosen on: the
+    same layer (``preset``, ``grid``, ``seed``) seeing the other motion, so
+    thresholds are never chosen on the head they are measured on
+    (:func:`kaleido.golden.workloads.synthetic_video`)."""
+    from .golden.workloads import synthetic_video
+
+    if motion not in ("slow", "fast"):
+        raise ValueError(f"motion must be 'slow' or 'fast', not {motion!r}")
+    return synthetic_video(preset, grid, "fast" if motion == "slow" else "slow", seed)
 
 
 def save_thresholds(result: dict, path: str) -> None:

@@ -233,6 +233,13 @@ def _perf_linear(args) -> int:
     return 0
 
 
+def _design_label(cfg) -> str:
+    """The named design, its build with other run-time thresholds, or custom."""
+    if cfg.design:
+        return cfg.design
+    return f"{cfg.hardware_design} (run-time thresholds)" if cfg.hardware_design else "custom"
+
+
 def _efficiency(args, cfg, result: dict, energy: dict) -> dict:
     """The yardstick of :mod:`kaleido.efficiency` for a named design's whole
     attention (the engine's Q K^T with ``--engine``), or ``{"error": why}``."""
@@ -242,7 +249,8 @@ def _efficiency(args, cfg, result: dict, energy: dict) -> dict:
         return {"error": f"efficiency is measured with every block (variant full), not {args.variant!r}"}
     whole = result.get("attention_engine") or result["attention"]
     path = None if args.synth_report == REPORT else args.synth_report
-    return design_efficiency(cfg.design, whole["speedup"], energy["kaleido_pj"] / energy["dense_pj"], path)
+    # the thresholds are a run-time input: a named design's build at its clock and area
+    return design_efficiency(cfg.hardware_design, whole["speedup"], energy["kaleido_pj"] / energy["dense_pj"], path)
 
 
 def _efficiency_columns(eff: dict) -> dict:
@@ -367,6 +375,7 @@ def _config_entry(args, cfg, pass_gap) -> dict:
         "P": cfg.P,
         "thresholds": [list(x) for x in cfg.thresholds],
         "design": cfg.design,
+        "hardware_design": cfg.hardware_design,
         "batch": cfg.batch,
         "lookahead": cfg.lookahead,
         "accumulators": cfg.accumulators,
@@ -443,7 +452,7 @@ def _print_perf_cycles(args, w, cfg, r, result: dict, clock) -> None:
             else f"{args.arrays} x {cfg.array_rows}x{cfg.array_cols} array(s), "
         )
         + f"(F,P) t {cfg.thresholds[0]} x {cfg.thresholds[1]} y {cfg.thresholds[2]} (P V F={cfg.F}), "
-        f"{cfg.accumulators} accumulators, design {cfg.design or 'custom'}"
+        f"{cfg.accumulators} accumulators, design {_design_label(cfg)}"
         + (", small-P pairing on P V" if cfg.pv_pairs else "")
     )
     print(f"cycles {r.cycles:,}  dense {r.dense_cycles:,}  speedup {r.speedup:.3f}x  utilization {r.utilization:.1%}")

@@ -400,6 +400,18 @@ class KaleidoConfig:
                 return name
         return None
 
+    @property
+    def hardware_design(self) -> str | None:
+        """The :data:`DESIGNS` name whose hardware this configuration
+        builds, or ``None``: every design field but the ``Q K^T``
+        thresholds, which the core takes with each head on its run-time
+        ``thresholds`` port (so a calibrated head runs on the named
+        design's build, at its clock and area)."""
+        for name, fields in DESIGNS.items():
+            if has_design_fields(self, {k: v for k, v in fields.items() if k != "group_thresholds"}):
+                return name
+        return None
+
 
 @dataclasses.dataclass(frozen=True)
 class SoftmaxFormat:

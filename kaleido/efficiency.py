@@ -268,6 +268,21 @@ def head_energy(q, k, v, grid, split, config, scales=None) -> dict:
     return attention_energy(q, k, v, grid, split, config, result, pv=pv_cycles(v, grid, split, config, P=P))
 
 
+def head_psnr(q, k, v, grid, split, config, scales=None) -> float:
+    """Attention-output PSNR (dB) against int8 attention of ``config``'s
+    reuse on one head: the paper's rule with one ``(F, P)``, else the
+    per-group ``Q K^T`` thresholds and P V's FULL rule at ``F``."""
+    if config.group_thresholds is None:
+        from .golden import reuse_attention
+
+        att = reuse_attention(q, k, v, grid, split, config.F, config.P, scales=scales)
+        return float(att.metrics["vs_int8"]["psnr"])
+    from .golden.grouped import hw_attention
+
+    hw = hw_attention(q, k, v, grid, split, config.thresholds, [config.F] * 3, scales=scales)
+    return float(hw["vs_int8"]["psnr"])
+
+
 def head_energy_ratio(q, k, v, grid, split, config, scales=None) -> float:
     """Energy of one head on ``config``'s core over the dense core's."""
     energy = head_energy(q, k, v, grid, split, config, scales)

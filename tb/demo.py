@@ -12,8 +12,8 @@ run).
 
 ``python -m kaleido.tb.demo [--sim verilator|icarus] [--grid T,H,W]
 [--preset hunyuan|wan] [--seed S] [--tile t,y,x] [--port-bytes B]
-[--latency L] [--sub-arrays N] [--pv-pairs] [--thresholds FILE]
-[--waves]``; the default is a 1,024-token HunyuanVideo head (grid
+[--latency L] [--sub-arrays N] [--pv-pairs] [--thresholds FILE |
+--calibrate] [--waves]``; the default is a 1,024-token HunyuanVideo head (grid
 4x16x16, split 16/56/56) on Verilator.
 """
 
@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from kaleido.checks import check_grid, parse_array_size
+from kaleido.checks import check_grid, check_group_thresholds, parse_array_size
 from kaleido.efficiency import design_efficiency, summary_line
 from kaleido.tb.runner import SIMULATORS
 
@@ -41,10 +41,12 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def reference(w, grid, config, core, thresholds=None) -> tuple:
-    """O of the tiled golden model, the core's cycles by the model, the
-    dense core's, and the head's energy over the dense core's; ``thresholds``: the head command's Q K^T thresholds
-    (default ``config.thresholds``)."""
-    from kaleido.efficiency import head_energy_ratio
+    """O of the tiled golden model, and the models' figures: ``model`` (the
+    core's cycles by the cycle model), ``dense`` (the dense core's),
+    ``energy_ratio`` (the head's energy over the dense core's) and
+    ``psnr`` (O against int8 attention, dB); ``thresholds``: the head
+    command's Q K^T thresholds (default ``config.thresholds``)."""
+    from kaleido.efficiency import head_energy_ratio, head_psnr
     from kaleido.model import core_cycles
     from kaleido.tb.core_io import core_reference
 
@@ -53,7 +55,8 @@ def reference(w, grid, config, core, thresholds=None) -> tuple:
     model = core_cycles(w.q, w.k, w.v, grid, timed, core, scales=w.scales)
     dense = core_cycles(w.q, w.k, w.v, grid, config, core, variant="dense")
     energy = head_energy_ratio(w.q, w.k, w.v, grid, config.split, timed, scales=w.scales)
-    return ref, model, dense, energy
+    psnr = head_psnr(w.q, w.k, w.v, grid, config.split, timed, scales=w.scales)
+    return ref, {"model": model, "dense": dense, "energy_ratio": energy, "psnr": psnr}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,6 +98,12 @@ def _parser() -> argparse.ArgumentParser:
         "calibrate JSON file or 'Ft,Pt,Fx,Px,Fy,Py' (default: the design's, built in)",
     )
     ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="choose the head's Q K^T thresholds with kaleido calibrate on the same layer seeing the other "
+        "motion (40 dB + 1.5), and send them to the engine's run-time port (make sim CALIBRATE=1)",
+    )
+    ap.add_argument(
         "--s-buffers",
         type=int,
         default=None,
@@ -130,11 +139,7 @@ def _head(args: argparse.Namespace) -> tuple:
         if args.pv_pairs is not None:
             config = config.replace(pv_pairs=args.pv_pairs)
         sub = config.sub_arrays
-        thresholds = None
-        if args.thresholds is not None:
-            from kaleido.calibrate import load_thresholds
-
-            thresholds = load_thresholds(args.thresholds)
+        thresholds = _thresholds(args, grid, config)
         fields: dict = {}
         if args.tile:
             fields["tile"] = _ints(args.tile, "--tile")
@@ -153,6 +158,28 @@ def _head(args: argparse.Namespace) -> tuple:
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     return result_path, grid, config, sub, thresholds, core, n, w
+
+
+def _thresholds(args: argparse.Namespace, grid, config) -> tuple | None:
+    """The head's run-time thresholds: ``--thresholds``, those ``--calibrate``
+    chooses (on :func:`kaleido.calibrate.calibration_head`), or ``None``
+    (the build's)."""
+    from kaleido.calibrate import calibrate, calibration_head, load_thresholds
+
+    if args.thresholds is not None and args.calibrate:
+        raise ValueError(f"--calibrate chooses the thresholds: drop --thresholds {args.thresholds!r}")
+    if args.thresholds is not None:
+        return load_thresholds(args.thresholds)
+    if not args.calibrate:
+        return None
+    cal = calibration_head(args.preset, grid, "slow", args.seed)
+    chosen = calibrate(cal.q, cal.k, cal.v, cal.grid, cal.split, config, scales=cal.scales)
+    print(
+        f"calibrated on the head's other motion (fast): thresholds {chosen['thresholds']}, "
+        f"{chosen['psnr']:.1f} dB there (floor {chosen['floor']:.0f} + {chosen['margin']} dB)",
+        flush=True,
+    )
+    return check_group_thresholds(chosen["thresholds"])
 
 
 def _announce(args: argparse.Namespace, n: int, grid, config, sub, thresholds, core) -> str:
@@ -178,7 +205,7 @@ def _announce(args: argparse.Namespace, n: int, grid, config, sub, thresholds, c
 
 def _simulate(args: argparse.Namespace, w, grid, config, core, thresholds, harness: str) -> tuple:
     """Run the head on the simulator, the models (:func:`reference`) beside
-    it: ``(res, ref, model, dense, energy_ratio, wall)``."""
+    it: ``(res, ref, models, wall)``, ``models`` :func:`reference`'s figures."""
     from kaleido.tb.core_io import run_core
 
     t0 = time.time()
@@ -188,7 +215,7 @@ def _simulate(args: argparse.Namespace, w, grid, config, core, thresholds, harne
             args.sim, w.q, w.k, w.v, grid, w.scales, config, core, waves=args.waves, thresholds=thresholds,
             harness=harness,
         )  # fmt: skip
-        ref, model, dense, energy_ratio = models.result()
+        ref, figures = models.result()
     wall = time.time() - t0
     if "seconds" in res:
         print(
@@ -196,13 +223,14 @@ def _simulate(args: argparse.Namespace, w, grid, config, core, thresholds, harne
             "emitting, building (none if unchanged) and starting the simulator",
             flush=True,
         )
-    return res, ref, model, dense, energy_ratio, wall
+    return res, ref, figures, wall
 
 
-def _result(args, n: int, grid, config, thresholds, res: dict, model, dense, energy_ratio, wall, exact: bool) -> dict:
-    """``build/sim/result.json``'s entries."""
+def _result(args, n: int, grid, config, thresholds, res: dict, models: dict, wall, exact: bool) -> dict:
+    """``build/sim/result.json``'s entries (``models``: :func:`reference`'s figures)."""
     from kaleido.tb.core_io import head_thresholds
 
+    model, dense = models["model"], models["dense"]
     result = {
         "tokens": n,
         "grid": list(grid),
@@ -217,23 +245,26 @@ def _result(args, n: int, grid, config, thresholds, res: dict, model, dense, ene
         "model_cycles": model,
         "dense_cycles": dense,
         "speedup": round(dense / res["cycles"], 4),
+        "psnr_vs_int8": round(models["psnr"], 2),
         "sim_cycles_per_s": round(res["cycles"] / res["seconds"]),
         "sim_seconds": round(res["seconds"], 2),
         "wall_seconds": round(wall, 1),
     }
     if "cxx" in res:  # the plain binary's C++ compiler
         result["cxx"] = res["cxx"]
-    result["efficiency"] = design_efficiency(config.design, dense / res["cycles"], energy_ratio)
+    result["efficiency"] = design_efficiency(config.design, dense / res["cycles"], models["energy_ratio"])
     return result
 
 
-def _report(args, result_path: pathlib.Path, result: dict, res: dict, model, dense, exact: bool) -> None:
-    """Print the comparison with the models, the efficiency and the waveform."""
+def _report(args, result_path: pathlib.Path, result: dict, res: dict, exact: bool) -> None:
+    """Print the comparison with the models, the quality, the efficiency and the waveform."""
+    model, dense = result["model_cycles"], result["dense_cycles"]
     print(f"  O bit-exact against the golden model: {'yes' if exact else 'NO'}")
     print(f"  core cycles      {res['cycles']:>12,}")
     print(f"  model cycles     {model:>12,}  ({'equal' if model == res['cycles'] else 'DIFFERENT'})")
     print(f"  dense core       {dense:>12,}  (DenseEngine, DensePvArray: docs/CORE.md)")
     print(f"  speedup          {dense / res['cycles']:>12.3f}x")
+    print(f"  quality          {result['psnr_vs_int8']:>12.1f} dB  (O against int8 attention; the floor is 40)")
     eff = result["efficiency"]
     print("  " + (summary_line(eff) if "error" not in eff else f"efficiency: not computed ({eff['error']})"))
     print(f"  simulated at {result['sim_cycles_per_s']:,} cycles/s; {result_path}")
@@ -250,15 +281,15 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     result_path, grid, config, sub, thresholds, core, n, w = _head(args)
     harness = _announce(args, n, grid, config, sub, thresholds, core)
-    res, ref, model, dense, energy_ratio, wall = _simulate(args, w, grid, config, core, thresholds, harness)
+    res, ref, models, wall = _simulate(args, w, grid, config, core, thresholds, harness)
     if res["failed"] or "o" not in res:
         print(f"the simulation FAILED, see {res['build_dir']}", file=sys.stderr)
         return 1
     exact = bool(np.array_equal(res["o"], ref))
-    result = _result(args, n, grid, config, thresholds, res, model, dense, energy_ratio, wall, exact)
+    result = _result(args, n, grid, config, thresholds, res, models, wall, exact)
     result_path.write_text(json.dumps(result, indent=2) + "\n")
-    _report(args, result_path, result, res, model, dense, exact)
-    return 0 if exact and model == res["cycles"] else 1
+    _report(args, result_path, result, res, exact)
+    return 0 if exact and models["model"] == res["cycles"] else 1
 
 
 if __name__ == "__main__":

@@ -69,6 +69,23 @@ TARGETED = [
         "energy model",
         tests=("tb/test_energy_model.py",),
     ),
+    # -- the calibrated rows of the results table (issue 43, lever 4)
+    Mutant(
+        "report_calibrates_on_the_measured_head",  # thresholds chosen on the head they are measured on
+        "kaleido/bench/efficiency_report.py",
+        "calibration.q, calibration.k, calibration.v, calibration.grid, calibration.split, config,",
+        "w.q, w.k, w.v, w.grid, w.split, config,",
+        "efficiency",
+        tests=("tb/test_efficiency_report.py",),
+    ),
+    Mutant(
+        "config_hardware_design_counts_thresholds",  # a calibrated head no longer runs on the named build
+        "kaleido/config.py",
+        '{k: v for k, v in fields.items() if k != "group_thresholds"}',
+        "fields",
+        "efficiency",
+        tests=("tb/test_config.py", "tb/test_efficiency_report.py"),
+    ),
     # -- the chip calibration and the core areas (tb/test_area_model.py: table 2 and counts by hand)
     Mutant(
         "chip_dense_arrays_overhead_of_arrays",  # the 6.6 % taken of the arrays, not of the chip

@@ -216,3 +216,26 @@ def test_perf_errors(argv, message, capsys):
         main(["perf", "--grid", "2,2,2", *argv])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_perf_run_time_thresholds_keep_the_build(tmp_path, capsys):
+    """``--thresholds`` on a named design: the head runs on that design's
+    build, so ``efficiency`` is computed at its clock and area; another
+    build-time field (P V's ``F``) makes it a custom design."""
+    from kaleido.efficiency import SNAPSHOT, load_synth
+
+    synth = load_synth(SNAPSHOT)
+    j = tmp_path / "r.json"
+    argv = ["perf", "--grid", "2,4,4", "--design", "paper", "--synth-report", str(SNAPSHOT), "--json", str(j)]
+    assert main([*argv, "--thresholds", "6,4,5,4,6,4"]) == 0
+    assert "design paper (run-time thresholds)" in capsys.readouterr().out
+    data = json.loads(j.read_text())
+    assert (data["config"]["design"], data["config"]["hardware_design"]) == (None, "paper")
+    eff = data["efficiency"]
+    assert "error" not in eff, eff
+    assert eff["design"] == "paper"
+    assert eff["area_ratio"]["core"] == pytest.approx(
+        synth.core["paper"]["area_mm2"]["total"] / synth.core["dense"]["area_mm2"]["total"]
+    )
+    assert main([*argv, "--F", "6", "--thresholds", "6,4,5,4,6,4"]) == 0
+    assert "error" in json.loads(j.read_text())["efficiency"]

@@ -80,6 +80,14 @@ def test_designs():
     assert KaleidoConfig(pv_pairs=False).design is None  # no design has small arrays without pairing
     assert KaleidoConfig.preset("hunyuan", "one_array") == o
     assert KaleidoConfig(F=6).design is None
+    # run-time thresholds keep the build: the hardware is still the named design's
+    calibrated = ((5, 4), (6, 4), (6, 4))
+    assert d.replace(group_thresholds=calibrated).design is None
+    assert d.replace(group_thresholds=calibrated).hardware_design == "default"
+    assert o.replace(group_thresholds=calibrated).hardware_design == "one_array"
+    assert p.replace(group_thresholds=calibrated).hardware_design == "paper"
+    assert KaleidoConfig(F=6).hardware_design is None  # P V's FULL threshold is built in
+    assert d.replace(accumulators=3).hardware_design is None
     assert KaleidoConfig.preset("wan", "paper") == KaleidoConfig.paper(split=(44, 42, 42), name="wan")
     assert KaleidoConfig(F=5, P=3).thresholds == ((5, 3),) * 3  # no silent per-group thresholds
     assert d.replace(F=6).thresholds == ((6, 4),) * 3

@@ -365,6 +365,7 @@ def test_core_sim_bench_writes_one_csv_line_a_run():
         (["--s-buffers", "3"], r"s_buffers must be 1 or 2, not 3"),
         (["--thresholds", "no_such_file.json"], r"thresholds must be a calibration JSON file .* not 'no_such_file"),
         (["--thresholds", "7,4,9"], r"thresholds must be 2 or 6 integers"),
+        (["--calibrate", "--thresholds", "5,4"], r"--calibrate chooses the thresholds: drop --thresholds '5,4'"),
     ],
 )
 def test_demo_rejects_bad_arguments(argv, match):
@@ -374,6 +375,23 @@ def test_demo_rejects_bad_arguments(argv, match):
 
     with pytest.raises(SystemExit, match=match):
         demo(argv)
+
+
+def test_demo_calibrates_on_the_other_motion():
+    """``make sim CALIBRATE=1``: the head's thresholds are chosen on the same
+    layer seeing the fast motion, not on the (slow) head it runs."""
+    import argparse
+
+    from kaleido.calibrate import calibrate
+    from kaleido.tb.demo import _thresholds
+
+    grid, seed, config = (2, 8, 8), 2, KaleidoConfig()
+    args = argparse.Namespace(thresholds=None, calibrate=True, preset="hunyuan", seed=seed)
+    heads = {m: synthetic_video("hunyuan", grid, m, seed) for m in ("slow", "fast")}
+    chosen = {m: calibrate(h.q, h.k, h.v, h.grid, h.split, config, scales=h.scales) for m, h in heads.items()}
+    assert chosen["slow"]["thresholds"] != chosen["fast"]["thresholds"], f"seed {seed}: the motions agree"
+    assert _thresholds(args, grid, config) == tuple(tuple(p) for p in chosen["fast"]["thresholds"])
+    assert _thresholds(argparse.Namespace(thresholds=None, calibrate=False), grid, config) is None
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,17 @@
 """kaleido.bench.efficiency_report: the results table and the README's
-generated block, from hand-made rows (the model runs in `make report`)."""
+generated block, from hand-made rows (the model runs in `make report`),
+and a calibrated row on a small head."""
 
 from __future__ import annotations
 
 import pytest
 
-from kaleido.bench.efficiency_report import BEGIN, END, table_lines, update_readme
+from kaleido.bench.efficiency_report import BEGIN, END, calibrated_row, design_row, table_lines, update_readme
+from kaleido.calibrate import calibrate
+from kaleido.config import CoreConfig, KaleidoConfig
+from kaleido.efficiency import SNAPSHOT
+from kaleido.golden.workloads import synthetic_video
+from kaleido.model import core_cycles
 
 
 def _row(design: str, error: str | None = None) -> dict:
@@ -19,17 +25,20 @@ def _row(design: str, error: str | None = None) -> dict:
         "core_sram": {"sized": {"ratio": 1.5}},
         "source": {"report": "build/synth/report.json", "why": "measured on abc"},
     }  # fmt: skip
-    row = {"design": design, "cycles": 100, "dense_cycles": 150, "psnr": 45.25, "efficiency": eff}
+    th = [[5, 4], [6, 4], [6, 4]] if design.endswith("calibrated") else [[7, 4], [7, 4], [6, 4]]
+    row = {"design": design, "thresholds": th, "cycles": 100, "dense_cycles": 150, "psnr": 45.25, "efficiency": eff}
     return {**row, "energy_ratio_sized": 1.05}
 
 
 def test_table_line_per_design():
-    lines = table_lines([_row("default"), _row("paper", "no core 'paper' in the report")])
+    rows = [_row("default"), _row("paper", "no core 'paper' in the report"), _row("default, calibrated")]
+    lines = table_lines(rows)
     assert lines[2] == (
         "| default | 1.500x | 80.0 (100.0) | **1.200x** (0.900x) | 2.00x (1.50x) / 1.250x | **0.60x** / 0.96x "
         "| 0.950x / 1.050x | 45.2 dB |"
     )
     assert lines[3] == "| paper | 1.500x | - | - | - | - | - / 1.050x | 45.2 dB |"
+    assert lines[4].startswith("| default, calibrated t(5,4) x(6,4) y(6,4) | 1.500x |")
     assert "Synthesis figures: build/synth/report.json (measured on abc)." in lines
     assert "Not computed: no core 'paper' in the report" in lines
 
@@ -47,3 +56,28 @@ def test_readme_without_markers_is_named(tmp_path):
     with pytest.raises(ValueError, match="README.md"):
         update_readme(path, ["x"])
     assert path.read_text() == "no markers\n"
+
+
+@pytest.mark.parametrize("design", ["default", "paper"])
+def test_calibrated_row_runs_the_build_on_thresholds_chosen_on_the_other_motion(design):
+    """The calibrated row: thresholds from the calibration head (never the
+    measured one), the exact core cycles with them, and the named design's
+    build (its clock and area) in the efficiency figures."""
+    seed = 2  # a head whose two motions choose different thresholds (checked below)
+    head = synthetic_video("hunyuan", (2, 8, 8), "slow", seed)
+    other = synthetic_video("hunyuan", (2, 8, 8), "fast", seed)
+    config = KaleidoConfig.preset("hunyuan", design)
+    chosen = calibrate(other.q, other.k, other.v, other.grid, other.split, config, scales=other.scales)["thresholds"]
+    on_head = calibrate(head.q, head.k, head.v, head.grid, head.split, config, scales=head.scales)["thresholds"]
+    assert chosen != on_head, f"seed {seed}: both heads choose {chosen}; the test cannot tell them apart"
+    row = calibrated_row(design, head, other, SNAPSHOT)
+    assert row["design"] == f"{design}, calibrated" and row["thresholds"] == chosen
+    run = config.replace(group_thresholds=chosen)
+    assert row["cycles"] == core_cycles(head.q, head.k, head.v, head.grid, run, CoreConfig(), scales=head.scales)
+    built = design_row(design, head, SNAPSHOT)
+    eff, ref = row["efficiency"], built["efficiency"]
+    assert "error" not in eff, eff
+    assert eff["area_ratio"] == ref["area_ratio"] and eff["clock"] == ref["clock"]
+    assert eff["time_speedup"] == pytest.approx(
+        row["dense_cycles"] / row["cycles"] * eff["clock"]["kaleido"]["mhz"] / eff["clock"]["dense"]["mhz"]
+    )

@@ -17,9 +17,18 @@ import json
 import pathlib
 
 from ..config import DESIGNS, CoreConfig, KaleidoConfig
-from ..efficiency import design_efficiency, head_energy
+from ..efficiency import design_efficiency, head_energy, head_psnr
 
-__all__ = ["HEAD", "PAPER_POINT", "design_row", "table_lines", "update_readme", "plot", "main"]
+__all__ = [
+    "HEAD",
+    "PAPER_POINT",
+    "design_row",
+    "calibrated_row",
+    "table_lines",
+    "update_readme",
+    "plot",
+    "main",
+]
 
 #: make sim's head: (preset, grid, motion, seed)
 HEAD = ("hunyuan", (4, 16, 16), "slow", 1)
@@ -30,46 +39,63 @@ PAPER_POINT = {"time_speedup": 2.1, "area_ratio_chip": 1.079}
 BEGIN, END = "<!-- efficiency:begin -->", "<!-- efficiency:end -->"
 
 
-def _psnr(w, config: KaleidoConfig) -> float:
-    """Attention PSNR vs int8 of the design's reuse on the head (as
-    ``kaleido perf``)."""
-    if config.group_thresholds is None:
-        from ..golden import reuse_attention
-
-        att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, config.F, config.P, scales=w.scales)
-        return float(att.metrics["vs_int8"]["psnr"])
-    from ..golden.grouped import hw_attention
-
-    hw = hw_attention(w.q, w.k, w.v, w.grid, w.split, config.thresholds, [config.F] * 3, scales=w.scales)
-    return float(hw["vs_int8"]["psnr"])
-
-
-def design_row(design: str, w, synth_path=None) -> dict:
+def design_row(design: str, w, synth_path=None, thresholds=None) -> dict:
     """One design on head ``w``: core cycles, dense core cycles, PSNR, the
     efficiency figures (``error`` when the synthesis report lacks one) and
-    the energy model's event counts."""
+    the energy model's event counts. ``thresholds`` (three ``(F, P)``):
+    the head's run-time ``Q K^T`` thresholds on the design's build (its
+    clock and area), instead of the built-in ones."""
     from ..model import core_cycles
 
     config = KaleidoConfig.preset(HEAD[0], design)
+    if thresholds is not None:
+        config = config.replace(group_thresholds=thresholds)
     cycles = core_cycles(w.q, w.k, w.v, w.grid, config, CoreConfig(), scales=w.scales)
     dense = core_cycles(w.q, w.k, w.v, w.grid, config, CoreConfig(), variant="dense")
     energy = head_energy(w.q, w.k, w.v, w.grid, w.split, config, scales=w.scales)
-    eff = design_efficiency(design, dense / cycles, energy["kaleido_pj"] / energy["dense_pj"], synth_path)
+    eff = design_efficiency(
+        config.hardware_design, dense / cycles, energy["kaleido_pj"] / energy["dense_pj"], synth_path
+    )
     sized = energy["sram"]["sized"]
     return {
-        "design": design,
+        "design": design if thresholds is None else f"{design}, calibrated",
+        "thresholds": [list(x) for x in config.thresholds],
         "cycles": cycles,
         "dense_cycles": dense,
-        "psnr": _psnr(w, config),
+        "psnr": head_psnr(w.q, w.k, w.v, w.grid, w.split, config, scales=w.scales),
         "efficiency": eff,
         "energy_ratio_sized": sized["kaleido_pj"] / sized["dense_pj"],
         "events": energy["events"],
     }
 
 
+def calibrated_row(design: str, w, calibration, synth_path=None) -> dict:
+    """:func:`design_row` of ``design``'s build on head ``w`` with the
+    thresholds :func:`kaleido.calibrate.calibrate` chooses on the head
+    ``calibration`` (40 dB plus its margin; :func:`kaleido.calibrate.calibration_head`,
+    the other motion): the quality headroom spent as reuse, per head, at
+    run time (issue 43, lever 4)."""
+    from ..calibrate import calibrate
+
+    config = KaleidoConfig.preset(HEAD[0], design)
+    chosen = calibrate(
+        calibration.q, calibration.k, calibration.v, calibration.grid, calibration.split, config,
+        scales=calibration.scales,
+    )["thresholds"]  # fmt: skip
+    return design_row(design, w, synth_path, thresholds=chosen)
+
+
+def _label(flat: dict) -> str:
+    """The design, with a calibrated row's thresholds."""
+    return f"{flat['design']} {flat['thresholds']}" if flat["design"].endswith("calibrated") else flat["design"]
+
+
 def _flat(row: dict) -> dict:
     eff = row["efficiency"]
     out = {k: row[k] for k in ("design", "cycles", "dense_cycles", "psnr", "energy_ratio_sized")}
+    out["thresholds"] = " ".join(
+        f"{g}{tuple(p)}".replace(" ", "") for g, p in zip("txy", row["thresholds"], strict=True)
+    )
     out["cycle_speedup"] = row["dense_cycles"] / row["cycles"]
     if "error" in eff:
         return {**out, "error": eff["error"]}
@@ -103,13 +129,13 @@ def table_lines(rows: list[dict]) -> list[str]:
         f = _flat(row)
         if f["error"]:
             lines.append(
-                f"| {f['design']} | {f['cycle_speedup']:.3f}x | - | - | - | - "
+                f"| {_label(f)} | {f['cycle_speedup']:.3f}x | - | - | - | - "
                 f"| - / {f['energy_ratio_sized']:.3f}x | {f['psnr']:.1f} dB |"
             )
             continue
         sized_area = f"({f['area_ratio_core_sized']:.2f}x) " if f["area_ratio_core_sized"] else ""
         lines.append(
-            f"| {f['design']} | {f['cycle_speedup']:.3f}x | {f['kaleido_mhz']:.1f} ({f['dense_mhz']:.1f}) "
+            f"| {_label(f)} | {f['cycle_speedup']:.3f}x | {f['kaleido_mhz']:.1f} ({f['dense_mhz']:.1f}) "
             f"| **{f['time_speedup']:.3f}x** ({f['time_speedup_own_blocks']:.3f}x) "
             f"| {f['area_ratio_core']:.2f}x {sized_area}/ {f['area_ratio_chip']:.3f}x "
             f"| **{f['throughput_per_area_core']:.2f}x** / {f['throughput_per_area_chip']:.2f}x "
@@ -168,11 +194,15 @@ def plot(rows: list[dict], out: pathlib.Path) -> None:
 def run(out: pathlib.Path, synth_path=None) -> list[dict]:
     """Every named design on make sim's head; writes efficiency.csv/json
     and the plots into ``out``."""
+    from ..calibrate import calibration_head
     from ..golden.workloads import synthetic_video
 
     preset, grid, motion, seed = HEAD
     w = synthetic_video(preset, grid, motion, seed)
-    rows = [design_row(d, w, synth_path) for d in DESIGNS]
+    cal = calibration_head(preset, grid, motion, seed)
+    rows = []
+    for d in DESIGNS:
+        rows += [design_row(d, w, synth_path), calibrated_row(d, w, cal, synth_path)]
     out.mkdir(parents=True, exist_ok=True)
     (out / "efficiency.json").write_text(json.dumps(rows, indent=2) + "\n")
     flat: list[dict] = [_flat(r) for r in rows]
