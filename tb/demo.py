@@ -139,7 +139,7 @@ def _head(args: argparse.Namespace) -> tuple:
         if args.pv_pairs is not None:
             config = config.replace(pv_pairs=args.pv_pairs)
         sub = config.sub_arrays
-        thresholds = _thresholds(args, grid, config)
+        thresholds = run_thresholds(args, grid, config)
         fields: dict = {}
         if args.tile:
             fields["tile"] = _ints(args.tile, "--tile")
@@ -160,7 +160,7 @@ def _head(args: argparse.Namespace) -> tuple:
     return result_path, grid, config, sub, thresholds, core, n, w
 
 
-def _thresholds(args: argparse.Namespace, grid, config) -> tuple | None:
+def run_thresholds(args: argparse.Namespace, grid, config) -> tuple | None:
     """The head's run-time thresholds: ``--thresholds``, those ``--calibrate``
     chooses (on :func:`kaleido.calibrate.calibration_head`), or ``None``
     (the build's)."""

@@ -383,15 +383,15 @@ def test_demo_calibrates_on_the_other_motion():
     import argparse
 
     from kaleido.calibrate import calibrate
-    from kaleido.tb.demo import _thresholds
+    from kaleido.tb.demo import run_thresholds
 
     grid, seed, config = (2, 8, 8), 2, KaleidoConfig()
     args = argparse.Namespace(thresholds=None, calibrate=True, preset="hunyuan", seed=seed)
     heads = {m: synthetic_video("hunyuan", grid, m, seed) for m in ("slow", "fast")}
     chosen = {m: calibrate(h.q, h.k, h.v, h.grid, h.split, config, scales=h.scales) for m, h in heads.items()}
     assert chosen["slow"]["thresholds"] != chosen["fast"]["thresholds"], f"seed {seed}: the motions agree"
-    assert _thresholds(args, grid, config) == tuple(tuple(p) for p in chosen["fast"]["thresholds"])
-    assert _thresholds(argparse.Namespace(thresholds=None, calibrate=False), grid, config) is None
+    assert run_thresholds(args, grid, config) == tuple(tuple(p) for p in chosen["fast"]["thresholds"])
+    assert run_thresholds(argparse.Namespace(thresholds=None, calibrate=False), grid, config) is None
 
 
 @pytest.mark.parametrize(
