@@ -100,6 +100,10 @@ def test_make_verilog(tmp_path):
 
 
 def test_make_report_on_a_tiny_head(tmp_path):
+    """The report generator elsewhere than docs/: every section and figure,
+    and the project's README left alone (not even rewritten)."""
+    readme = ROOT / "README.md"
+    before = (readme.read_text(), readme.stat().st_mtime_ns)
     out = subprocess.run(
         [
             sys.executable,
@@ -117,6 +121,7 @@ def test_make_report_on_a_tiny_head(tmp_path):
         text=True,
     )
     assert out.returncode == 0, out.stderr
+    assert (readme.read_text(), readme.stat().st_mtime_ns) == before, "the report rewrote the project's README"
     report = (tmp_path / "REPORT.md").read_text()
     assert "## Targets" in report and "Fig. 19" in report
     for section in ("## Speedup decomposition", "## Energy", "## External dense reference: SCALE-Sim v3"):

@@ -114,8 +114,8 @@ def energy(rep, plt):
 
 def efficiency_section(rep, plt):
     """Every named design against the fair dense core on make sim's head
-    (:mod:`kaleido.bench.efficiency_report`); also rewrites the README's
-    results table."""
+    (:mod:`kaleido.bench.efficiency_report`); written into the project's
+    docs/report, it also rewrites the README's results table."""
     import pathlib
 
     from .. import efficiency_report as er
@@ -129,7 +129,9 @@ def efficiency_section(rep, plt):
     except ValueError as err:
         sens = [f"Sensitivity not computed: {err}"]
     readme = pathlib.Path(__file__).resolve().parents[3] / "README.md"
-    if readme.exists() and er.BEGIN in readme.read_text():
+    # the README's table only from the project's own report (make report), never from a run elsewhere
+    ours = pathlib.Path(rep.out).resolve() == (readme.parent / "docs" / "report").resolve()
+    if ours and readme.exists() and er.BEGIN in readme.read_text():
         head = f"How each conclusion for `{sr.DESIGN}` moves when any one per-event energy or area figure is halved or doubled (docs/REPORT.md, Sensitivity):"
         er.update_readme(readme, [*lines, "", head, "", *sens])
     preset, grid, motion, seed = er.HEAD
