@@ -342,19 +342,11 @@ def _perf_config(args, w):
 def _perf_quality(args, w, cfg):
     """The attention output's quality metrics, or None when ``--quality``
     skips them."""
-    from kaleido.golden import reuse_attention
+    from .efficiency import head_quality
 
-    quality = None
     if args.quality == "on" or (args.quality == "auto" and w.n <= 4096):
-        if cfg.group_thresholds is None:
-            att = reuse_attention(w.q, w.k, w.v, w.grid, w.split, cfg.F, cfg.P, scales=w.scales, reference=w.reference)
-            quality = att.metrics
-        else:  # per-group thresholds on Q K^T, P V's FULL rule at F
-            from .golden.grouped import hw_attention
-
-            hw = hw_attention(w.q, w.k, w.v, w.grid, w.split, cfg.thresholds, [cfg.F] * 3, scales=w.scales)
-            quality = {"vs_int8": hw["vs_int8"]}
-    return quality
+        return head_quality(w.q, w.k, w.v, w.grid, w.split, cfg, scales=w.scales, reference=w.reference)
+    return None
 
 
 def _workload_entry(w) -> dict:

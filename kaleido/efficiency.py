@@ -46,6 +46,8 @@ __all__ = [
     "summary_line",
     "head_energy",
     "head_energy_ratio",
+    "head_quality",
+    "head_psnr",
     "chip_blocks",
     "design_efficiency",
 ]
@@ -268,19 +270,25 @@ def head_energy(q, k, v, grid, split, config, scales=None) -> dict:
     return attention_energy(q, k, v, grid, split, config, result, pv=pv_cycles(v, grid, split, config, P=P))
 
 
-def head_psnr(q, k, v, grid, split, config, scales=None) -> float:
-    """Attention-output PSNR (dB) against int8 attention of ``config``'s
-    reuse on one head: the paper's rule with one ``(F, P)``, else the
-    per-group ``Q K^T`` thresholds and P V's FULL rule at ``F``."""
+def head_quality(q, k, v, grid, split, config, scales=None, reference=None) -> dict:
+    """Quality metrics of ``config``'s reuse on one head against int8
+    attention (``vs_int8``; with one ``(F, P)`` every metric of the
+    paper's rule, ``reference`` its int8 output if already computed), else
+    the per-group ``Q K^T`` thresholds with P V's FULL rule at ``F``."""
     if config.group_thresholds is None:
         from .golden import reuse_attention
 
-        att = reuse_attention(q, k, v, grid, split, config.F, config.P, scales=scales)
-        return float(att.metrics["vs_int8"]["psnr"])
+        return reuse_attention(q, k, v, grid, split, config.F, config.P, scales=scales, reference=reference).metrics
     from .golden.grouped import hw_attention
 
     hw = hw_attention(q, k, v, grid, split, config.thresholds, [config.F] * 3, scales=scales)
-    return float(hw["vs_int8"]["psnr"])
+    return {"vs_int8": hw["vs_int8"]}
+
+
+def head_psnr(q, k, v, grid, split, config, scales=None) -> float:
+    """Attention-output PSNR (dB) against int8 attention of ``config``'s
+    reuse on one head (:func:`head_quality`)."""
+    return float(head_quality(q, k, v, grid, split, config, scales)["vs_int8"]["psnr"])
 
 
 def head_energy_ratio(q, k, v, grid, split, config, scales=None) -> float:
