@@ -58,6 +58,8 @@ __all__ = [
     "core_area",
     "core_report",
     "core_table",
+    "parts_rows",
+    "PART_MIN_SHARE",
     "core_config",
     "core_design",
     "core_verilog",
@@ -287,6 +289,45 @@ def _overhead_rows(core: dict) -> list[str]:
     ]
 
 
+#: a part gets its own row in :func:`parts_rows` from this share of some core's logic
+PART_MIN_SHARE = 0.02
+
+
+def parts_rows(core: dict, min_share: float = PART_MIN_SHARE) -> list[str]:
+    """Markdown lines: where each hierarchical core's logic goes, in
+    transistors per part (:func:`kaleido.synth.hier.part_name`, instances
+    in brackets); parts below ``min_share`` of every core's logic are
+    summed in one row."""
+    keys = [k for k in CORE_VARIANTS if "parts" in core.get(k, {})]
+    if not keys:
+        return []
+    big = [
+        p
+        for p in dict.fromkeys(p for k in keys for p in core[k]["parts"])
+        if any(core[k]["parts"].get(p, {}).get("transistors", 0) >= min_share * core[k]["transistors"] for k in keys)
+    ]
+    big.sort(key=lambda p: -max(core[k]["parts"].get(p, {}).get("transistors", 0) for k in keys))
+
+    def cell(k: str, p: str) -> str:
+        e = core[k]["parts"].get(p)
+        return "" if e is None else f"{e['transistors']:,} ({e['instances']})"
+
+    def rest(k: str) -> str:
+        return f"{sum(e['transistors'] for p, e in core[k]['parts'].items() if p not in big):,}"
+
+    return [
+        "",
+        f"Where each core's logic goes: transistors of each part's own logic (instances), parts of at least "
+        f"{min_share:.0%} of some core's logic (`make synth`'s per-module figures):",
+        "",
+        "| part | " + " | ".join(keys) + " |",
+        "|---|" + "---|" * len(keys),
+        *(f"| `{p}` | " + " | ".join(cell(k, p) for k in keys) + " |" for p in big),
+        "| every other part | " + " | ".join(rest(k) for k in keys) + " |",
+        "| **total** | " + " | ".join(f"**{core[k]['transistors']:,}**" for k in keys) + " |",
+    ]
+
+
 def core_table(report: dict) -> list[str]:
     """Markdown lines of ``report["core"]`` (empty without it): each core,
     its overheads over the dense core, and how buffers read
@@ -294,7 +335,7 @@ def core_table(report: dict) -> list[str]:
     core = report.get("core")
     if not core:
         return []
-    lines = _core_rows(core) + _overhead_rows(core)
+    lines = _core_rows(core) + _overhead_rows(core) + parts_rows(core)
     if any(core.get(k, {}).get("async_read_bits") for k in CORE_VARIANTS):
         lines += ["", f"Buffers: {ASYNC_READ_NOTE}."]
     if "error" in core:

@@ -12,7 +12,9 @@ or across cores. Each distinct module goes once through
 stubs with their ports only), its buffers become ``sram_macro`` cells as in
 :mod:`kaleido.synth.core`, and its own cells, flip-flops, transistors and
 buffers are cached under the hash (:class:`Cache`). :func:`sum_hierarchy`
-adds every instance's figures from the top down.
+adds every instance's figures from the top down, and by part
+(:func:`part_name`: the instance path with its indices starred), where a
+core's logic goes.
 
 What this gives up against ``synth -flatten``: optimisation across module
 boundaries (a constant input of an instance, an output nobody reads). The
@@ -38,6 +40,7 @@ __all__ = [
     "Cache",
     "synth_module",
     "sum_hierarchy",
+    "part_name",
     "FLOW_ID",
 ]
 
@@ -237,22 +240,38 @@ def _instance_paths(mods: dict[str, VModule], top: str) -> list[tuple[str, str]]
     return out
 
 
+def part_name(path: str) -> str:
+    """The part an instance belongs to: its path with every index starred
+    (``engine.arrays.dispatcher12.matcher`` ->
+    ``engine.arrays.dispatcher*.matcher``, ``pe_1_2`` -> ``pe_*_*``), so the
+    copies of one block add up; ``(top)`` for the top module's own logic."""
+    return re.sub(r"\d+", "*", path) if path else "(top)"
+
+
 def sum_hierarchy(mods: dict[str, VModule], top: str, figures: dict[str, dict]) -> dict:
     """The figures of the design under ``top`` from each module's own
     (``figures``: module name -> :func:`synth_module` entry): cells,
     flip-flops, transistors and buffer bits summed over every instance;
     ``gate_depth`` the deepest module's (paths across modules are not
-    followed); ``buffers`` by instance path."""
+    followed); ``buffers`` by instance path; ``parts``: per
+    :func:`part_name`, its instances and their own transistors and
+    flip-flops (children not included, so the parts add up to the total)."""
     total = {"cells": 0, "flip_flops": 0, "transistors": 0, "logic_memory_bits": 0}
     buffers: dict[str, dict] = {}
+    parts: dict[str, dict] = {}
     for path, name in _instance_paths(mods, top):
         own = figures[name]
         for k in total:
             total[k] += own[k]
         for b, entry in own["buffers"].items():
             buffers[f"{path}.{b}" if path else b] = entry
+        part = parts.setdefault(part_name(path), {"instances": 0, "transistors": 0, "flip_flops": 0})
+        part["instances"] += 1
+        part["transistors"] += own["transistors"]
+        part["flip_flops"] += own["flip_flops"]
     return {
         **total,
+        "parts": dict(sorted(parts.items(), key=lambda kv: -kv[1]["transistors"])),
         "gate_depth": max(figures[n]["gate_depth"] for n in instance_counts(mods, top)),
         "buffers": buffers,
         "buffer_bits": sum(b["bits"] for b in buffers.values()),

@@ -9,7 +9,7 @@ tiles applied in the order the reference takes them, and equals
 The driver behaves as the engine's array: it presents each array tick's
 tiles until the buffer takes them (a held cycle repeats the tick) and takes
 passes only on cycles without ``hold``. Cases: golden passes of two heads
-(the first batch overwrites ``S``) at the default 16 banks and at one bank
+(the first batch overwrites ``S``) at the default 4 banks, at 16 and at one bank
 (the FIFO fills, the array is held); random passes on a 2x2 array over few
 tokens with 2 banks and 4-entry FIFOs: bursts of a cycle's tiles into one
 bank, full FIFOs, and one entry read again while its previous sum is being
@@ -32,7 +32,8 @@ from kaleido.tb.engine_io import decode_scores
 from kaleido.tb.passes import make_workload
 
 GOLDEN = [
-    ("golden-16-banks", KaleidoConfig.one_array(split=(2, 3, 3), batch=2), (2, 2, 4)),
+    ("golden-default-banks", KaleidoConfig.one_array(split=(2, 3, 3), batch=2), (2, 2, 4)),
+    ("golden-16-banks", KaleidoConfig.one_array(split=(2, 3, 3), batch=2, s_banks=16), (2, 2, 4)),
     ("golden-1-bank", KaleidoConfig.one_array(split=(1, 3, 2), batch=4, P=4, s_banks=1), (3, 1, 3)),
 ]
 #: a 2x2 array, 2 banks of 4-entry FIFOs over 3 or 4 tokens: bursts and hazards

@@ -324,6 +324,12 @@ def test_hierarchical_sum_equals_the_flattened_design_and_the_cache_reuses_modul
     assert hier["transistors"] == own[10]["transistors"] + 2 * own[9]["transistors"]
     assert hier["cells"] == own[10]["cells"] + 2 * own[9]["cells"]  # the instances themselves not counted
     assert hier["flip_flops"] == flat["flip_flops"] == 9 + 9 + 10
+    # by part: each instance's own logic, adding up to the total
+    parts = hier["parts"]
+    assert sorted(parts) == ["(top)", "left", "right"]
+    assert parts["(top)"] == {"instances": 1, "transistors": own[10]["transistors"], "flip_flops": 10}
+    assert parts["left"] == parts["right"] == {"instances": 1, "transistors": own[9]["transistors"], "flip_flops": 9}
+    assert sum(p["transistors"] for p in parts.values()) == hier["transistors"]
     # ABC maps each module alone: within a few per cent of the flattened design
     assert abs(hier["transistors"] - flat["transistors"]) < 0.05 * flat["transistors"]
     assert (cache.hits, cache.misses) == (0, 2)
@@ -360,3 +366,70 @@ def test_a_failing_module_names_its_core_and_the_other_core_finishes(tmp_path):
     assert sorted(out["entries"]) == ["good"] and out["entries"]["good"]["flip_flops"] == 28
     fail = out["failures"]["core:bad"]
     assert fail["module"] == "two" and fail["returncode"] == 3 and fail["tail"][-1] == "fake yosys: boom"
+
+
+def test_parts_star_the_indices_so_copies_add_up():
+    from kaleido.synth.hier import part_name
+
+    assert part_name("engine.arrays.dispatcher12.matcher") == "engine.arrays.dispatcher*.matcher"
+    assert part_name("pv.array.array.core.pe_1_2") == "pv.array.array.core.pe_*_*"
+    assert part_name("") == "(top)"
+
+
+def test_parts_table_keeps_the_big_parts_and_sums_the_rest():
+    from kaleido.synth.core import parts_rows
+
+    def core(parts: dict) -> dict:
+        return {
+            "transistors": sum(t for _, t in parts.values()),
+            "parts": {p: {"instances": n, "transistors": t, "flip_flops": 0} for p, (n, t) in parts.items()},
+        }
+
+    # bank* is 80 % of the Kaleido core; tiny is 1 % of each core: summed
+    cores = {
+        "one_array": core({"bank*": (4, 800), "pe_*_*": (16, 190), "tiny": (1, 10)}),
+        "dense": core({"bank*": (4, 300), "pe_*_*": (16, 196), "tiny": (1, 4)}),
+    }
+    lines = parts_rows(cores)
+    assert lines[3:] == [
+        "| part | one_array | dense |",
+        "|---|---|---|",
+        "| `bank*` | 800 (4) | 300 (4) |",
+        "| `pe_*_*` | 190 (16) | 196 (16) |",
+        "| every other part | 10 | 4 |",
+        "| **total** | **1,000** | **500** |",
+    ]
+    assert parts_rows({"dense": {"transistors": 1}}) == []
+
+
+class IndexedLeaves(wiring.Component):
+    """Two :class:`Leaf` instances named ``leaf0`` and ``leaf1``: one part."""
+
+    def __init__(self):
+        super().__init__({"a": In(8), "b": In(8), "y": Out(10)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.leaf0 = l0 = Leaf()
+        m.submodules.leaf1 = l1 = Leaf()
+        m.d.comb += [l0.a.eq(self.a), l0.b.eq(self.b), l1.a.eq(self.b), l1.b.eq(self.a)]
+        m.d.sync += self.y.eq(l0.y + l1.y)
+        return m
+
+
+def test_a_parts_instances_add_up():
+    from amaranth.back import verilog
+
+    from kaleido.synth.hier import split_modules, sum_hierarchy
+
+    mods = split_modules(verilog.convert(IndexedLeaves(), name="two", emit_src=False))
+    own = {"two": 100, "\\two.leaf0": 7, "\\two.leaf1": 11}
+    figures = {
+        n: {"cells": 1, "flip_flops": 1, "transistors": t, "logic_memory_bits": 0, "gate_depth": 1, "buffers": {}}
+        for n, t in own.items()
+    }
+    parts = sum_hierarchy(mods, "two", figures)["parts"]
+    assert parts == {
+        "(top)": {"instances": 1, "transistors": 100, "flip_flops": 1},
+        "leaf*": {"instances": 2, "transistors": 18, "flip_flops": 2},
+    }
