@@ -104,7 +104,7 @@ SRAM_MODELS = ("flat", "sized")
 
 #: the buffers outside the Q K^T operands: the same in both cores
 _SHARED_BUFFERS: dict[str, tuple[str, int, int, int, int]] = {
-    "s_acc": ("core.engine.accumulator.bank0.set0", 256, 23, 1, 1),
+    "s_acc": ("core.engine.accumulator.bank0.set0", 1024, 23, 1, 1),
     "p_tile": ("core.pv.p_tile0", 1024, 28, 1, 1),
     "v_tile": ("core.pv.v_tile0", 64, 1024, 1, 1),
     "o_acc": ("core.pv.o_acc.o_acc", 2048, 120, 1, 1),

@@ -221,7 +221,7 @@ def test_sized_energy_by_hand():
     the 16 x 1204 sorted memory's read per byte (ten 120.4-bit macros of
     240.8 bytes, each priced as the table's smallest, 1 KB, between its
     64- and 128-bit rows), Q and K at the 576 x 128 copy's write per byte,
-    S at the 256 x 23 bank's."""
+    S at the 1024 x 23 bank's (the default 4 banks)."""
     cfg, result, pv = stubs("paper-2x2")
     got = attention_energy(*head(), GRID, SPLIT, cfg, result, None, pv, sram_model="sized")
     u = math.log2(120.4 / 64)
@@ -229,8 +229,9 @@ def test_sized_energy_by_hand():
     f = math.log(9216 / 4096) / math.log(4)
     copy_write = 3.392 ** (1 - f) * 5.105**f * 0.7273 / 16
     w = math.log2(23 / 16)
-    s_read = 0.3857 ** (1 - w) * 0.3455**w * 0.7273 / (23 / 8)
-    s_write = 0.3244 ** (1 - w) * 0.5354**w * 0.7273 / (23 / 8)
+    c = math.log(1024 * 23 / 8 / 1024) / math.log(4)  # 2,944 bytes between the 1 KB and 4 KB columns
+    s_read = (0.3857 ** (1 - c) * 1.0**c) ** (1 - w) * (0.3455 ** (1 - c) * 1.126**c) ** w * 0.7273 / (23 / 8)
+    s_write = (0.3244 ** (1 - c) * 0.6141**c) ** (1 - w) * (0.5354 ** (1 - c) * 0.9039**c) ** w * 0.7273 / (23 / 8)
     # 96 x mul_4x8, 232 x add_20, 480 x acc_write, 777 x reg_byte (test_paper_qk_energy_in_figures)
     logic = 96 * PJ["mul_4x8"] + 232 * PJ["add_20"] + 480 * PJ["acc_write"] + 777 * PJ["reg_byte"]
     want = logic + 72 * operand + 80 * copy_write + 384 * (s_read + s_write)
