@@ -15,8 +15,8 @@ __all__ = ["KaleidoArray"]
 
 
 class _Core(wiring.Component):
-    def __init__(self, config):
-        self._config = config
+    def __init__(self, config, pe):
+        self._config, self._pe = config, pe
         R, C = config.array_rows, config.array_cols
         super().__init__(
             {
@@ -37,7 +37,7 @@ class _Core(wiring.Component):
         m.d.comb += [skew.ctl.eq(beat.ctl)]
         m.d.comb += [skew.rows[r].eq(beat.rows[r]) for r in range(R)]
         m.d.comb += [skew.cols[c].eq(beat.cols[c]) for c in range(C)]
-        pes = [[KaleidoPE(cfg) for _ in range(C)] for _ in range(R)]
+        pes = [[self._pe(cfg) for _ in range(C)] for _ in range(R)]
         for r in range(R):
             for c in range(C):
                 pe = pes[r][c]
@@ -72,11 +72,14 @@ class KaleidoArray(wiring.Component):
 
     One beat per cycle while beats flow; phases and passes stream back to
     back with no gap.
+
+    ``pe``: the PE class, :class:`KaleidoPE` (both modes) or, for an array
+    that only ever sees ``P V`` beats, :class:`~kaleido.hdl.pv_pe.PvPE`.
     """
 
-    def __init__(self, config: KaleidoConfig | None = None):
+    def __init__(self, config: KaleidoConfig | None = None, pe: type = KaleidoPE):
         config = as_config(config)
-        self._config = config
+        self._config, self._pe = config, pe
         R, C = config.array_rows, config.array_cols
         super().__init__(
             {
@@ -98,7 +101,7 @@ class KaleidoArray(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         R, C = self._config.array_rows, self._config.array_cols
-        core = _Core(self._config)
+        core = _Core(self._config, self._pe)
         m.submodules.core = EnableInserter(~self.hold)(core)
         take = self.slots.valid & ~self.hold
         m.d.comb += [

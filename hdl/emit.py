@@ -25,6 +25,7 @@ from .o_accumulator import OAccumulator
 from .pe import KaleidoPE
 from .pv_array import PvArray
 from .pv_dispatcher import PvDispatcher
+from .pv_pe import PvPE
 from .pv_tile import PvTile
 from .scheduler import Scheduler
 from .softmax import OutputScaler, SoftmaxUnit, TileSoftmax
@@ -35,6 +36,7 @@ __all__ = ["DESIGNS", "emit", "module_name"]
 #: design name -> factory(config)
 DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "kaleido_pe": KaleidoPE,
+    "pv_pe": PvPE,  # the P V array's PE
     "kaleido_array": KaleidoArray,
     "mac_pe": lambda cfg: MacPE(cfg.acc_width),
     "mac_pe_1stage": lambda cfg: MacPE(cfg.acc_width, product_register=False),

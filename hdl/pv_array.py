@@ -10,6 +10,7 @@ from ._common import as_config
 from .array import KaleidoArray
 from .layouts import tile_layout
 from .pv_dispatcher import PvDispatcher, pv_unit_layout
+from .pv_pe import PvPE
 
 __all__ = ["PvArray", "pv_array_signature"]
 
@@ -42,7 +43,7 @@ class PvArray(wiring.Component):
         m = Module()
         cfg = self._config
         m.submodules.dispatcher = disp = PvDispatcher(cfg)
-        m.submodules.array = array = KaleidoArray(cfg)
+        m.submodules.array = array = KaleidoArray(cfg, pe=PvPE)
         wiring.connect(m, wiring.flipped(self.units), disp.units)
         wiring.connect(m, disp.beats, array.slots)
         m.d.comb += array.hold.eq(self.hold)

@@ -102,6 +102,7 @@ REPORT_DESIGNS = {
     "baseline_pe": "mac_pe",
     "baseline_pe_1stage": "mac_pe_1stage",
     "kaleido_pe": "kaleido_pe",
+    "pv_pe": "pv_pe",
     "baseline_array": "dense_array",
     "kaleido_array": "kaleido_array",
     "detector": "detector",

@@ -16,6 +16,31 @@ DATAPATH = [
         "Cat(col.k[4:8], Const(0, 1))).as_signed())",
         "PE shift",
     ),
+    # the P V array's PE (hdl/pv_pe.py): shift, drain, forwarding of the paired beat's second V
+    Mutant(
+        "pv_pe_shift",
+        "hdl/pv_pe.py",
+        "Mux(w.pair_r, w.p_b, w.p_b << 4)",
+        "Mux(w.pair_r, w.p_b, w.p_b << 3)",
+        "PE shift",
+        tests=("tb/test_pv_pe.py",),
+    ),
+    Mutant(
+        "pv_pe_keeps_r0",
+        "hdl/pv_pe.py",
+        "self.tile.value.eq(new), r0.eq(0)]",
+        "self.tile.value.eq(new), r0.eq(new)]",
+        "PE decode",
+        tests=("tb/test_pv_pe.py",),
+    ),
+    Mutant(
+        "pv_pe_drops_kb",
+        "hdl/pv_pe.py",
+        "[self.col_out.k1.eq(col.k1), self.col_out.kb.eq(col.kb)]",
+        "[self.col_out.k1.eq(col.k1)]",
+        "PE decode",
+        tests=("tb/test_pv_pe.py",),
+    ),
     Mutant(
         "pe_m1",
         "hdl/pe.py",
