@@ -107,6 +107,7 @@ class PvPE(wiring.Component):
         w.p_a, w.p_b = Signal(signed(14)), Signal(signed(14))
         w.en, w.last, w.pair_r = Signal(), Signal(), Signal()
         w.phase = Signal.like(ctl.phase)
+        self.enables = ([w.en], [w.en])  # R0's enables, as KaleidoPE.enables, for activity probes (tb/activity.py)
         m.d.sync += [
             w.p_a.eq(w.a * w.nib_a),
             w.p_b.eq(w.b * w.nib_b),

@@ -200,7 +200,7 @@ class KaleidoConfig:
         PE array size in pair groups (4x4 by default): the shape of a pass.
     sub_arrays : (int, int)
         The shape ``(r, c)`` of the arrays that compute the passes (issue
-        14, docs/ENGINE.md "Small arrays"): each ``array_rows x
+        14, docs/SMALL_ARRAYS.md): each ``array_rows x
         array_cols`` pass is split into ``(array_rows / r) (array_cols /
         c)`` blocks of ``r x c`` units, dealt one a cycle from a shared
         queue to whichever of that many ``r x c`` arrays is free first

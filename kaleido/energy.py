@@ -79,14 +79,25 @@ EVENTS = (
 
 DEFAULT_TABLE = pathlib.Path(__file__).resolve().parent / "data" / "energy_45nm.toml"
 
-#: bits a PE forwards per beat: Kaleido ROW (2 x 8 + 2 x 2) + COL (8 + 2 x 2) + CTL (6); dense a, b, slot, last
+#: bits a PE forwards per beat: the Q K^T array's Kaleido PE ROW (2 x 8 + 2 x 2) + COL (8 + 2 x 2) + CTL (6)
+#: (the P V pre-add ``s`` and the pairs' ``kb`` are never driven there); dense a, b, slot, last
 KALEIDO_FORWARD_BITS = 20 + 12 + 6
 DENSE_FORWARD_BITS = 8 + 8 + 2
+#: the P V array's PE (hdl/pv_pe.py): ROW r0, r1, s (8 + 8 + 9), COL k, k0 (8 + 2), CTL (6); paired,
+#: COL also k1 and kb (2 + 8)
+PV_FORWARD_BITS = 25 + 10 + 6
+PV_PAIR_FORWARD_BITS = 2 + 8
 
 
 def _kaleido_beat_bits(R: int, C: int) -> int:
-    """Bits of the beat register at the Kaleido array's edge (the dispatcher's output)."""
+    """Bits of the beat register at the Kaleido Q K^T array's edge (the dispatcher's output)."""
     return 20 * R + 12 * C + 6
+
+
+def _pv_beat_bits(R: int, C: int, pairs: bool) -> int:
+    """Bits of the P V array's beat register and its PEs' forwarding, per beat."""
+    per_pe = PV_FORWARD_BITS + (PV_PAIR_FORWARD_BITS if pairs else 0)
+    return R * C * per_pe + 25 * R + (20 if pairs else 10) * C + 6
 
 
 def _dense_beat_bits(R: int, C: int) -> int:
@@ -409,7 +420,7 @@ def _events(Q, K, V, grid, split, config: KaleidoConfig, result, pv=None) -> tup
     ev["add_20"] = 2 * pa["products"]  # the combine and the accumulate
     ev["add_8"] = pa["pre_adds"]
     ev["acc_write"] = pa["products"]
-    ev["reg_byte"] = pa["beats"] * (R * C * KALEIDO_FORWARD_BITS + _kaleido_beat_bits(R, C)) // 8
+    ev["reg_byte"] = pa["beats"] * _pv_beat_bits(R, C, config.pv_pairs) // 8
     ev["sram_read_byte"] = pa["operand_bytes"]
     _sram(tr, "p_tile", pa["operand_bytes"] // (R + C) * R)
     _sram(tr, "v_tile", pa["operand_bytes"] // (R + C) * C)

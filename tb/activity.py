@@ -47,13 +47,15 @@ def _walk(frag, path=()):
 
 
 def _probes(frag) -> list[tuple[Any, list, list]]:
-    """Per Kaleido PE (in fragment order, PE (0, 0) first): the PE and its
-    ``en_a`` and ``en_b`` signals by register."""
+    """Per Kaleido PE (a ``KaleidoPE`` or the P V array's ``PvPE``; in
+    fragment order, PE (0, 0) first): the PE and its ``en_a`` and ``en_b``
+    signals by register."""
     from kaleido.hdl.pe import KaleidoPE
+    from kaleido.hdl.pv_pe import PvPE
 
     out = []
     for _path, f in _walk(frag):
-        pe = next((o for o in getattr(f, "origins", ()) or () if isinstance(o, KaleidoPE)), None)
+        pe = next((o for o in getattr(f, "origins", ()) or () if isinstance(o, (KaleidoPE, PvPE))), None)
         if pe is None:
             continue
         enables = getattr(pe, "enables", None)

@@ -34,6 +34,14 @@ DATAPATH = [
         tests=("tb/test_pv_pe.py",),
     ),
     Mutant(
+        "pv_pe_pair_nibble_b",  # half B's P from the low nibble (killed by the pv_pe_pair_products proof too)
+        "hdl/pv_pe.py",
+        'x_b = KaleidoPE._nibble_operand(m, col.k1, row, 4, "x_b")',
+        'x_b = KaleidoPE._nibble_operand(m, col.k1, row, 0, "x_b")',
+        "PE decode",
+        tests=("tb/test_pv_pe.py",),
+    ),
+    Mutant(
         "pv_pe_drops_kb",
         "hdl/pv_pe.py",
         "[self.col_out.k1.eq(col.k1), self.col_out.kb.eq(col.kb)]",

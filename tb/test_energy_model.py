@@ -186,8 +186,9 @@ def expected_paper_2x2() -> dict:
     # (one a padding column) = 8: 20 products, 4 pre-adds; 4 rows (2 blocks of
     # 2): 80 and 16. Passes (1 unit each) t 2 + x 2 + y 4 = 8 per block: 2 x 8
     # x 4 PEs = 64 drains. Operands per block: 4 pairs x 2 x (2+2) + 4 unpaired
-    # x (2+2) = 48, x 2 blocks = 96. Beats 20 x 222 bits = 555 B.
-    pv = full(mul_4x8=2 * 80, add_20=2 * 80 + 64, add_8=16, acc_write=80 + 64 * 2, reg_byte=555)
+    # x (2+2) = 48, x 2 blocks = 96. Beats 20 x (4 P V PEs x 41 (r0, r1, s 25;
+    # k, k0 10; ctl 6) + edge 25x2 + 10x2 + 6 = 240 bits) = 4800 bits = 600 B.
+    pv = full(mul_4x8=2 * 80, add_20=2 * 80 + 64, add_8=16, acc_write=80 + 64 * 2, reg_byte=600)
     pv.update(sram_read_byte=96 + 64 * 4, sram_write_byte=64 * 4)
     # dense P V: 24 beats x 4 PEs = 96 MACs, the same 64 drains, 24 x 106 bits = 318 B
     pv_dense = full(mul_8x8=96, add_20=96 + 64, acc_write=96 + 64 * 2, reg_byte=318)
@@ -214,8 +215,9 @@ def expected_4x4(mul: int, acc: int, comb: int, passes: int, beats: int, slots: 
     # padding columns' SKIP in the second beat = 12 products, and those 2 x 2 = 4
     # SUM pre-adds; y 4 x 4 = 16: 36 products, 12 pre-adds; 4 rows: 144 and 48.
     # Drains 8 passes x 16 PEs = 128; operands 4 pairs x 2 x 8 + 4 x 8 = 96;
-    # beats 10 x 742 bits = 927 B (the P V array is the whole 4x4 pass).
-    pv = full(mul_4x8=2 * 144, add_20=2 * 144 + 128, add_8=48, acc_write=144 + 128 * 2, reg_byte=927)
+    # beats 10 x (16 P V PEs x 41 + edge 25x4 + 10x4 + 6 = 802 bits) = 8020
+    # bits = 1002 B (the P V array is the whole 4x4 pass, unpaired).
+    pv = full(mul_4x8=2 * 144, add_20=2 * 144 + 128, add_8=48, acc_write=144 + 128 * 2, reg_byte=1002)
     pv.update(sram_read_byte=96 + 128 * 4, sram_write_byte=128 * 4)
     # dense: 12 beats x 16 PEs = 192 MACs; 12 x 354 bits = 531 B
     pv_dense = full(mul_8x8=192, add_20=192 + 128, acc_write=192 + 128 * 2, reg_byte=531)

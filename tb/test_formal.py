@@ -544,6 +544,7 @@ SEEDED = [
     ("s_fifo_holds_early", "accumulation_buffer_banked_cover"),  # fifo_full unreached
     # small-P pairing: half B's P from the low nibble in the PE; the dispatcher moving on under a stall
     ("pe_pair_nibble_b", "pe_pv_pair_products"),
+    ("pv_pe_pair_nibble_b", "pv_pe_pair_products"),
     ("pv_pair_moves_under_stall", "pv_dispatcher_pairs_stream"),
 ]
 

@@ -75,20 +75,23 @@ class PEPvArithmetic(wiring.Component):
     ``paired``: the PE with small-P pairing (``KaleidoConfig.one_array(pv_pairs=True)``)
     and one paired slot (DUAL_LO), for every row port (``r0``, ``r1``,
     ``s``), two V values and two selects: it drains :func:`pv_pair_product`
-    (:meth:`kaleido.golden.pe.PEModel.step_pv_pair`)."""
+    (:meth:`kaleido.golden.pe.PEModel.step_pv_pair`).
 
-    def __init__(self, paired: bool = False):
+    ``pe``: the PE class, :class:`~kaleido.hdl.pe.KaleidoPE` or the P V
+    array's :class:`~kaleido.hdl.pv_pe.PvPE`."""
+
+    def __init__(self, paired: bool = False, pe: Any = None):
         from kaleido.hdl.layouts import COL, ROW
+        from kaleido.hdl.pe import KaleidoPE
 
-        self.paired = paired
+        self.paired, self.pe = paired, pe or KaleidoPE
         super().__init__({"row": In(ROW), "col": In(COL)})
 
     def elaborate(self, platform: Any) -> Module:
         from kaleido.hdl.encoding import Phase, PvSelect, SlotKind
-        from kaleido.hdl.pe import KaleidoPE
 
         m = Module()
-        m.submodules.pe = pe = KaleidoPE(KaleidoConfig.one_array(pv_pairs=self.paired))
+        m.submodules.pe = pe = self.pe(KaleidoConfig.one_array(pv_pairs=self.paired))
         first = Signal(init=1)
         m.d.sync += first.eq(0)
         step = Signal(range(pe.latency + 1))

@@ -47,6 +47,12 @@ def _stream_holds(
     return build
 
 
+def _pv_pe() -> type:
+    from kaleido.hdl.pv_pe import PvPE
+
+    return PvPE
+
+
 #: the checks `make formal` runs
 PROOFS = {
     "detector_stream": Proof("detector_stream", _stream_holds("detector", ("o",))),
@@ -63,6 +69,11 @@ PROOFS = {
         "pv_dispatcher_pairs_stream", _stream_holds("pv_dispatcher", ("beats",), KaleidoConfig.one_array(pv_pairs=True))
     ),
     "pe_pv_pair_products": Proof("pe_pv_pair_products", lambda: PEPvArithmetic(paired=True), mode="bmc", depth=3),
+    # the P V array's PE (hdl/pv_pe.py), the one the core builds its P V arrays of
+    "pv_pe_products": Proof("pv_pe_products", lambda: PEPvArithmetic(pe=_pv_pe()), mode="bmc", depth=3, slow=True),
+    "pv_pe_pair_products": Proof(
+        "pv_pe_pair_products", lambda: PEPvArithmetic(paired=True, pe=_pv_pe()), mode="bmc", depth=3
+    ),
     "window_detector_stream": Proof("window_detector_stream", _stream_holds("window_detector", ("o",))),
     "output_scaler_stream": Proof("output_scaler_stream", _stream_holds("output_scaler", ("o",))),
     "softmax_stream": Proof("softmax_stream", lambda: SoftmaxStream(_softmax()), depth=2),
