@@ -11,10 +11,42 @@ from ._common import as_config
 from .encoding import PvSelect, SlotKind, register_parts_decoder
 from .layouts import COL, CTL, ROW, tile_layout
 
-__all__ = ["KaleidoPE"]
+__all__ = ["KaleidoPE", "PEPorts"]
 
 
-class KaleidoPE(wiring.Component):
+class PEPorts(wiring.Component):
+    """A PE's ports (row, control and column in from the west and north,
+    out to the east and south, the drain register ``tile``) and latency,
+    shared by :class:`KaleidoPE` and :class:`~kaleido.hdl.pv_pe.PvPE`."""
+
+    def __init__(self, config: KaleidoConfig | None = None):
+        config = as_config(config)
+        self._config = config
+        super().__init__(
+            {
+                "row_in": In(ROW),
+                "ctl_in": In(CTL),
+                "col_in": In(COL),
+                "row_out": Out(ROW),
+                "ctl_out": Out(CTL),
+                "col_out": Out(COL),
+                "tile": Out(tile_layout(config.acc_width)),
+            }
+        )
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def latency(self):
+        """Cycles from a ``last`` beat at the PE's inputs to ``tile.valid``:
+        the product register, then the drain register
+        (:data:`kaleido.config.PE_LATENCY`)."""
+        return PE_LATENCY
+
+
+class KaleidoPE(PEPorts):
     """One PE: a 2x2 pair group, three (or four) accumulators.
 
     Operands and control arrive from the west (row) and north (column) and
@@ -60,32 +92,6 @@ class KaleidoPE(wiring.Component):
     tile : Out
         Drain register: ``valid``, ``phase``, ``value``.
     """
-
-    def __init__(self, config: KaleidoConfig | None = None):
-        config = as_config(config)
-        self._config = config
-        super().__init__(
-            {
-                "row_in": In(ROW),
-                "ctl_in": In(CTL),
-                "col_in": In(COL),
-                "row_out": Out(ROW),
-                "ctl_out": Out(CTL),
-                "col_out": Out(COL),
-                "tile": Out(tile_layout(config.acc_width)),
-            }
-        )
-
-    @property
-    def config(self):
-        return self._config
-
-    @property
-    def latency(self):
-        """Cycles from a ``last`` beat at the PE's inputs to ``tile.valid``:
-        the product register, then the drain register
-        (:data:`kaleido.config.PE_LATENCY`)."""
-        return PE_LATENCY
 
     @staticmethod
     def _nibble_operand(m: Module, sel, row, lo: int, name: str) -> Signal:

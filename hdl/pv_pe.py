@@ -3,19 +3,14 @@
 from types import SimpleNamespace
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
-from ..config import PE_LATENCY, KaleidoConfig
-from ._common import as_config
 from .encoding import SlotKind
-from .layouts import COL, CTL, ROW, tile_layout
-from .pe import KaleidoPE
+from .pe import KaleidoPE, PEPorts
 
 __all__ = ["PvPE"]
 
 
-class PvPE(wiring.Component):
+class PvPE(PEPorts):
     """:class:`~kaleido.hdl.pe.KaleidoPE` on ``P V`` beats only: the same
     ports, latency and tiles for every beat the P V dispatcher sends
     (``ctl.pv`` = 1, phase T3, FULL8, or DUAL_LO when ``config.pv_pairs``),
@@ -33,30 +28,6 @@ class PvPE(wiring.Component):
     config : KaleidoConfig
         ``acc_width`` and ``pv_pairs`` are read from it.
     """
-
-    def __init__(self, config: KaleidoConfig | None = None):
-        config = as_config(config)
-        self._config = config
-        super().__init__(
-            {
-                "row_in": In(ROW),
-                "ctl_in": In(CTL),
-                "col_in": In(COL),
-                "row_out": Out(ROW),
-                "ctl_out": Out(CTL),
-                "col_out": Out(COL),
-                "tile": Out(tile_layout(config.acc_width)),
-            }
-        )
-
-    @property
-    def config(self):
-        return self._config
-
-    @property
-    def latency(self):
-        """:data:`kaleido.config.PE_LATENCY`, as :class:`KaleidoPE`'s."""
-        return PE_LATENCY
 
     def elaborate(self, platform):
         m = Module()
