@@ -306,7 +306,8 @@ def test_engine_model_pipeline():
     from kaleido.model import array_drain, scheduler_cycles
 
     w = make_workload("video", (2, 4, 4), (4, 7, 5), 0)
-    cfg = KaleidoConfig.one_array(split=(4, 7, 5), batch=4)
+    # 16 banks: the buffer holds this head's array 10 cycles there (229 at the default 4), so the overlap shows
+    cfg = KaleidoConfig.one_array(split=(4, 7, 5), batch=4, s_banks=16)
     t = engine_cycles(w.q, w.k, w.grid, w.split, cfg)
     W = scheduler_cycles(w.q, w.k, w.grid, w.split, cfg)
     assert t.total == t.load + t.compute + t.output
@@ -446,8 +447,9 @@ def test_two_s_sets_overlap_the_unload(variant, s_sets, seed):
     from kaleido.tb.engine_io import decode_scores, engine_words
     from kaleido.tb.kit import StreamSink, StreamSource, run, simulate
 
-    # 32 tokens: the first head's unload (1,024 scores) outlasts the second's load and compute
-    cfg, grid, split = KaleidoConfig.one_array(split=(2, 3, 3), batch=4), (2, 4, 4), (2, 3, 3)
+    # 32 tokens: the first head's unload (1,024 scores) outlasts the second's load and compute (16 banks:
+    # the second head's compute is not lengthened by holds of the array, which the default 4 banks add)
+    cfg, grid, split = KaleidoConfig.one_array(split=(2, 3, 3), batch=4, s_banks=16), (2, 4, 4), (2, 3, 3)
     n = grid[0] * grid[1] * grid[2]
     heads = [make_workload("video", grid, split, seed), make_workload("constant", grid, split, seed + 1)]
     if variant == "dense":
