@@ -76,6 +76,7 @@ def test_make_verilog(tmp_path):
     files = out.stdout.split()
     assert {os.path.basename(f).split("__")[0] for f in files} == {
         "kaleido_pe",
+        "pv_pe",
         "kaleido_array",
         "mac_pe",
         "mac_pe_1stage",
