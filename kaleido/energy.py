@@ -83,10 +83,12 @@ DEFAULT_TABLE = pathlib.Path(__file__).resolve().parent / "data" / "energy_45nm.
 #: (the P V pre-add ``s`` and the pairs' ``kb`` are never driven there); dense a, b, slot, last
 KALEIDO_FORWARD_BITS = 20 + 12 + 6
 DENSE_FORWARD_BITS = 8 + 8 + 2
-#: the P V array's PE (hdl/pv_pe.py): ROW r0, r1, s (8 + 8 + 9), COL k, k0 (8 + 2), CTL (6); paired,
-#: COL also k1 and kb (2 + 8)
-PV_FORWARD_BITS = 25 + 10 + 6
-PV_PAIR_FORWARD_BITS = 2 + 8
+#: the P V array's PE (hdl/pv_pe.py) forwards, and its edge beat register holds per row, column and
+#: beat: ROW r0, r1, s (8 + 8 + 9), COL k, k0 (8 + 2) and, paired, k1, kb (2 + 8), CTL (6)
+PV_ROW_BITS = 8 + 8 + 9
+PV_COL_BITS = 8 + 2
+PV_PAIR_COL_BITS = 2 + 8
+CTL_BITS = 6
 
 
 def _kaleido_beat_bits(R: int, C: int) -> int:
@@ -96,8 +98,8 @@ def _kaleido_beat_bits(R: int, C: int) -> int:
 
 def _pv_beat_bits(R: int, C: int, pairs: bool) -> int:
     """Bits of the P V array's beat register and its PEs' forwarding, per beat."""
-    per_pe = PV_FORWARD_BITS + (PV_PAIR_FORWARD_BITS if pairs else 0)
-    return R * C * per_pe + 25 * R + (20 if pairs else 10) * C + 6
+    col = PV_COL_BITS + (PV_PAIR_COL_BITS if pairs else 0)
+    return R * C * (PV_ROW_BITS + col + CTL_BITS) + R * PV_ROW_BITS + C * col + CTL_BITS
 
 
 def _dense_beat_bits(R: int, C: int) -> int:

@@ -45,6 +45,11 @@ def _run(cfg: KaleidoConfig, seed: int) -> list[tuple]:
     m.submodules.pv = pv = PvPE(cfg)
     rng = np.random.default_rng(seed)
     diffs: list[tuple] = []
+    fields = [("row_out", f) for f in ("r0", "r1", "s")] + [("col_out", f) for f in ("k", "k0")]
+    if cfg.pv_pairs:
+        fields += [("col_out", "k1"), ("col_out", "kb")]
+    compared = [("tile", ref.tile, pv.tile), ("ctl", ref.ctl_out, pv.ctl_out)]
+    compared += [(f"{port}.{f}", getattr(getattr(ref, port), f), getattr(getattr(pv, port), f)) for port, f in fields]
 
     async def bench(ctx):
         for cycle in range(CYCLES):
@@ -60,13 +65,7 @@ def _run(cfg: KaleidoConfig, seed: int) -> list[tuple]:
                 for f in ("k", "kb", "k0", "k1"):
                     ctx.set(getattr(pe.col_in, f), b[f])
             await ctx.tick()
-            pairs = (("tile", ref.tile, pv.tile), ("ctl", ref.ctl_out, pv.ctl_out))
-            fields = [("r0", "row_out"), ("r1", "row_out"), ("s", "row_out"), ("k", "col_out"), ("k0", "col_out")]
-            if cfg.pv_pairs:
-                fields += [("k1", "col_out"), ("kb", "col_out")]
-            for f, port in fields:
-                pairs += ((f"{port}.{f}", getattr(getattr(ref, port), f), getattr(getattr(pv, port), f)),)
-            for what, a, b_ in pairs:
+            for what, a, b_ in compared:
                 va, vb = ctx.get(a), ctx.get(b_)
                 if va != vb:
                     diffs.append((cycle, what, va, vb))

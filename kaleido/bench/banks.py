@@ -58,10 +58,10 @@ def measure(grid, banks, depths, presets=("hunyuan", "wan"), motions=("slow", "f
     return rows
 
 
-def measure_core(banks, designs=None, depth: int = 16) -> list[dict]:
-    """One row per (design, banks) on ``make sim``'s head: the core's and
-    the dense core's cycles (both take the configuration's banks) and the
-    cycle speedup."""
+def measure_core(banks, depths=(16,), designs=None) -> list[dict]:
+    """One row per (design, banks, FIFO depth) on ``make sim``'s head: the
+    core's and the dense core's cycles (both take the configuration's
+    banks)."""
     from ..config import DESIGNS, CoreConfig
     from ..model import core_cycles
     from .efficiency_report import HEAD
@@ -71,18 +71,22 @@ def measure_core(banks, designs=None, depth: int = 16) -> list[dict]:
     rows = []
     for design in designs or DESIGNS:
         for b in banks:
-            cfg = KaleidoConfig.preset(preset, design).replace(s_banks=b, s_fifo_depth=depth)
-            cycles = core_cycles(w.q, w.k, w.v, w.grid, cfg, CoreConfig(), scales=w.scales)
-            dense = core_cycles(w.q, w.k, w.v, w.grid, cfg, CoreConfig(), variant="dense")
-            rows.append({"design": design, "banks": b, "depth": depth, "cycles": cycles, "dense_cycles": dense})
+            for depth in depths:
+                cfg = KaleidoConfig.preset(preset, design).replace(s_banks=b, s_fifo_depth=depth)
+                cycles = core_cycles(w.q, w.k, w.v, w.grid, cfg, CoreConfig(), scales=w.scales)
+                dense = core_cycles(w.q, w.k, w.v, w.grid, cfg, CoreConfig(), variant="dense")
+                rows.append({"design": design, "banks": b, "depth": depth, "cycles": cycles, "dense_cycles": dense})
     return rows
 
 
 def _print_core(rows: list[dict]) -> None:
-    print(f"{'design':10s} {'banks':>5s} {'core cycles':>12s} {'dense cycles':>12s} {'speedup':>8s}")
+    print(f"{'design':10s} {'banks':>5s} {'depth':>5s} {'core cycles':>12s} {'dense cycles':>12s} {'speedup':>8s}")
     for r in rows:
         speedup = r["dense_cycles"] / r["cycles"]
-        print(f"{r['design']:10s} {r['banks']:5d} {r['cycles']:12,d} {r['dense_cycles']:12,d} {speedup:7.4f}x")
+        print(
+            f"{r['design']:10s} {r['banks']:5d} {r['depth']:5d} {r['cycles']:12,d} {r['dense_cycles']:12,d} "
+            f"{speedup:7.4f}x"
+        )
 
 
 def _print_engine(rows: list[dict]) -> None:
@@ -116,7 +120,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         raise SystemExit(f"--banks {args.banks!r} / --depths {args.depths!r}: {e}") from None
     if args.core:
-        rows = measure_core(banks, depth=depths[0])
+        rows = measure_core(banks, depths)
         _print_core(rows)
     else:
         rows = measure(grid, banks, depths, seed=args.seed)
