@@ -122,8 +122,7 @@ class ArraySet(wiring.Component):
         R, C = cfg.array_rows, cfg.array_cols
         r, c = cfg.sub_shape
         A = cfg.n_arrays
-        cur = Signal.like(self.passes.payload, name="queued_pass")
-        cur_tokens = Signal.like(self.pass_tokens, name="queued_tokens")
+        cur, cur_tokens, sel = self._entries(m)
         loaded = Signal()
         block = Signal(range(A))
         i_blk = Signal(range(R // r))
@@ -148,7 +147,7 @@ class ArraySet(wiring.Component):
         m.d.comb += self.passes.ready.eq(~self.hold & (~loaded | (fill & (block == A - 1))))
         take = self.passes.valid & self.passes.ready
         with m.If(take):
-            m.d.sync += [cur.eq(self.passes.payload), cur_tokens.eq(self.pass_tokens), loaded.eq(1), block.eq(0)]
+            m.d.sync += [sel.eq(~sel), loaded.eq(1), block.eq(0)]
         with m.Elif(fill & (block == A - 1)):
             m.d.sync += [loaded.eq(0), block.eq(0)]
         with m.Elif(fill):
@@ -158,20 +157,43 @@ class ArraySet(wiring.Component):
         m.d.comb += fill.eq(loaded & ~self.hold & stage_free)
         return loaded, fill, units, tokens, empty
 
-    def _target(self, m: Module, dispatchers) -> Signal:
+    def _entries(self, m: Module) -> tuple:
+        """The walk's two pass entries: the current one (``queue_sel``),
+        whose blocks the walk hands out, and the free one, which samples
+        ``passes`` (payload and tokens) every cycle, so that a pass taken
+        is in it at the clock edge of its take, when ``queue_sel`` flips.
+        No register's enable hangs on ``passes.ready``, which comes late
+        (through the stage and the dispatchers' choice): the single latch
+        it once enabled set the default core's clock. Returns the current
+        entry's pass and tokens, and ``queue_sel``."""
+        sel = Signal(name="queue_sel")
+        passes = [Signal.like(self.passes.payload, name=f"queued_pass{i}") for i in range(2)]
+        tokens = [Signal.like(self.pass_tokens, name=f"queued_tokens{i}") for i in range(2)]
+        for i in range(2):
+            with m.If(sel != i):
+                m.d.sync += [passes[i].eq(self.passes.payload), tokens[i].eq(self.pass_tokens)]
+        cur = Signal.like(self.passes.payload, name="queued_pass")
+        cur_tokens = Signal.like(self.pass_tokens, name="queued_tokens")
+        m.d.comb += [cur.eq(Mux(sel, passes[1], passes[0])), cur_tokens.eq(Mux(sel, tokens[1], tokens[0]))]
+        return cur, cur_tokens, sel
+
+    def _target(self, m: Module, dispatchers) -> tuple[Signal, Signal]:
         """The lowest-index dispatcher whose ``passes.ready`` is high, one-hot
         (0: none), as a register chosen a cycle ahead from each dispatcher's
         ``ready_next`` (its ``ready`` while ``hold`` freezes it), so the
-        choice does not cross the sixteen dispatchers and back in one cycle."""
+        choice does not cross the sixteen dispatchers and back in one cycle;
+        and whether there is one (a register too, not an OR of the one-hot
+        in front of the stage's hand-off)."""
         A = self._config.n_arrays
         target = Signal(A, init=1, name="queue_target")  # after reset every dispatcher is ready
+        any_ready = Signal(init=1, name="queue_target_any")  # target != 0, as its own register
         nxt = [Mux(self.hold, d.passes.ready, d.ready_next) for d in dispatchers]
         lowest = Signal(A)
         for a in reversed(range(A)):
             with m.If(nxt[a]):
                 m.d.comb += lowest.eq(1 << a)
-        m.d.sync += target.eq(lowest)
-        return target
+        m.d.sync += [target.eq(lowest), any_ready.eq(lowest.any())]
+        return target, any_ready
 
     def _stage(self, m: Module, dispatchers, stage_free, loaded, fill, units, tokens, empty) -> None:
         """The stage register between the walk and the dispatchers (so the
@@ -186,8 +208,7 @@ class ArraySet(wiring.Component):
         staged = Signal(name="staged")
         staged_empty = Signal(name="staged_empty")
 
-        target = self._target(m, dispatchers)  # one-hot: the lowest-index array that can take a pass
-        free = target.any()
+        target, free = self._target(m, dispatchers)  # one-hot: the lowest-index array that can take a pass
         handed = Signal()  # the staged block leaves this cycle (taken, or empty)
         offer = Signal()  # a present block, and an array free to take it
         m.d.comb += [

@@ -39,7 +39,8 @@ class PassDispatcher(wiring.Component):
     ready for :class:`KaleidoArray`).
 
     Two pass buffers: a pass is latched into the free one while the other
-    pass's beats leave. For T0..T3 of the pass whose jobs are next, the need
+    pass's beats leave (a free buffer samples ``passes`` every cycle, so
+    its take only sets its full flag). For T0..T3 of the pass whose jobs are next, the need
     of every channel (SKIP if no present PE needs anything, HALF if every
     need is SKIP or p_lo, else FULL) goes to the matcher as one job; each
     slot leaving the matcher is turned into a beat by selecting the phase's
@@ -100,8 +101,13 @@ class PassDispatcher(wiring.Component):
         pass_done = self.beats.valid & self.beats.ready & s.last & (s.phase == 3)
         take = self.passes.valid & self.passes.ready
         for i in range(2):
+            # a free buffer samples ``passes`` every cycle (its contents are
+            # unused until it is full), so no enable hangs on ``take``,
+            # which comes late from the queue's choice of dispatcher
+            with m.If(~full[i]):
+                m.d.sync += bufs[i].eq(self.passes.payload)
             with m.If(take & (wsel == i)):
-                m.d.sync += [bufs[i].eq(self.passes.payload), full[i].eq(1)]
+                m.d.sync += full[i].eq(1)
             with m.Elif(pass_done & (bsel == i)):
                 m.d.sync += full[i].eq(0)
         with m.If(take):
