@@ -9,6 +9,24 @@ from kaleido.tb.mutant import Mutant
 TARGETED = [
     # the queue picks the highest-index free array, not the lowest (kaleido.model.queue_ticks' rule): the
     # fast suite spares it, the proof make test runs fails (docs/FORMAL.md; FORMAL_MUTANTS has it too)
+    # a pass entry or pass buffer that samples while it is in use (the registers that take no late enable)
+    Mutant(
+        "array_set_samples_current",  # the walk's current entry samples passes, not the free one
+        "hdl/array_set.py",
+        "with m.If(sel != i):",
+        "with m.If(sel == i):",
+        "small arrays",
+        tests=("tb/test_engine.py::test_engine_small_arrays_amaranth",),
+        proofs=("array_set_queue",),
+    ),
+    Mutant(
+        "dispatcher_samples_beating",  # the buffer whose beats leave samples passes too
+        "hdl/dispatcher.py",
+        "with m.If(~full[i]):",
+        "with m.If(~full[i] | (bsel == i)):",
+        "pass dispatcher",
+        tests=("tb/test_dispatcher_amaranth.py",),
+    ),
     Mutant(
         "array_set_highest_free",
         "hdl/array_set.py",
