@@ -88,11 +88,15 @@ class Matcher(wiring.Component):
         dual = Signal()
         m.d.comb += dual.eq(((head_oh & half) != 0) & (cand != 0) & in_window)
         # the slot is the job's last when nothing is left after it: no rest,
-        # or one rest channel that merges (computed beside ``dual``)
+        # or one rest channel that merges. A single rest channel is always
+        # in the window (none lies below it), so it merges when it and the
+        # head are HALF: no carry chain of the window on this path, which
+        # takes the next job (``i.ready``) and so loads the buffers
         rest_single = Signal()
         m.d.comb += rest_single.eq((rest != 0) & (rest2 == 0))
+        merges_single = rest_single & ((head_oh & half) != 0) & (cand != 0) if L > 0 else Const(0, 1)
         slot_last = Signal()
-        m.d.comb += slot_last.eq((rest == 0) | (dual & rest_single))
+        m.d.comb += slot_last.eq((rest == 0) | merges_single)
         w = SimpleNamespace(pending=pending, half=half, phase=phase, busy=busy, rest=rest, rest2=rest2)
         w.head_oh, w.partner_oh, w.below, w.dual, w.slot_last = head_oh, partner_oh, below, dual, slot_last
         return w

@@ -215,6 +215,15 @@ DATAPATH = [
         "matcher merge",
     ),
     Mutant(
+        "matcher_last_single_any",  # a single rest channel ends the job whether or not it is HALF
+        "hdl/matcher.py",
+        "merges_single = rest_single & ((head_oh & half) != 0) & (cand != 0) if L > 0",
+        "merges_single = rest_single & ((head_oh & half) != 0) if L > 0",
+        "matcher merge",
+        tests=("tb/test_dispatch_amaranth.py", "tb/test_dispatcher_amaranth.py"),
+        proofs=("matcher_function",),
+    ),
+    Mutant(
         "matcher_ready", "hdl/matcher.py", "self.i.ready.eq(~busy | done)", "self.i.ready.eq(~busy)", "stream handshake"
     ),
     # P V
