@@ -388,7 +388,7 @@ class PvTile(wiring.Component):
         R, rbs, half = cfg.array_rows, self.row_blocks, self.half
         b_valid = Signal()
         b_pad, b_absent, b_bank, b_last = Signal(), Signal(), Signal(), Signal()
-        b_blk = Signal.like(w.blk)
+        b_blk = Signal(len(self._blocks), name="b_blk")  # one-hot: the unit's channel block
         b_rows = Signal(range(R + 1))  # rows of the unit's row block in the query tile (the rest read as P = 0)
         arr = PvArray(cfg) if self._variant == "kaleido" else DensePvArray(cfg)
         m.submodules.array = arr
@@ -410,7 +410,7 @@ class PvTile(wiring.Component):
                 b_absent.eq(~w.real | ~w.paired),
                 b_bank.eq(w.a_bank),
                 b_last.eq(w.pass_last),
-                b_blk.eq(w.blk),
+                b_blk.eq(1 << w.blk),
                 b_rows.eq(Mux(w.left > R, R, w.left)),
             ]
         w.b_valid, w.b_pad, w.b_absent, w.b_bank, w.b_last = b_valid, b_pad, b_absent, b_bank, b_last
@@ -536,19 +536,20 @@ class PvTile(wiring.Component):
                 u.p_a[r].eq(Mux(r < b_rows, p_a[r * P_BITS : (r + 1) * P_BITS], 0)),
                 u.p_f[r].eq(Mux(b_absent | (r >= b_rows), 0, p_f[r * P_BITS : (r + 1) * P_BITS])),
             ]
-        with m.Switch(w.b_blk):
+        # the block's V lanes, selected by the one-hot ``b_blk`` (an AND-OR,
+        # not a decoder and mux tree, in front of the dispatcher's detector);
+        # ``absent`` and ``last`` in the same statements as the V lanes: a
+        # field driven alone from a register becomes an ``always @*`` that
+        # no event wakes at time 0 in the emitted Verilog (X on Icarus)
+        m.d.comb += [u.absent.eq(b_absent), u.last.eq(w.b_last)]
+        for c in range(max(count for _, count, _ in self._blocks)):
+            lanes_a, lanes_f = 0, 0
             for k, (start, count, _) in enumerate(self._blocks):
-                with m.Case(k):
-                    # ``absent`` and ``last`` in the same process as the V lanes: a
-                    # field driven alone from a register becomes an ``always @*``
-                    # that no event wakes at time 0 in the emitted Verilog (X on Icarus)
-                    m.d.comb += [u.absent.eq(b_absent), u.last.eq(w.b_last)]
-                    for c in range(count):
-                        lo = (start + c) * 8
-                        m.d.comb += [
-                            u.v_a[c].eq(Mux(w.b_pad, 0, v_a[lo : lo + 8])),
-                            u.v_f[c].eq(Mux(b_absent, 0, v_f[lo : lo + 8])),
-                        ]
+                if c < count:
+                    lo = (start + c) * 8
+                    lanes_a = lanes_a | Mux(w.b_blk[k], v_a[lo : lo + 8], 0)
+                    lanes_f = lanes_f | Mux(w.b_blk[k], v_f[lo : lo + 8], 0)
+            m.d.comb += [u.v_a[c].eq(Mux(w.b_pad, 0, lanes_a)), u.v_f[c].eq(Mux(b_absent, 0, lanes_f))]
 
     def _drains(self, m: Module, w: SimpleNamespace) -> None:
         """The drains: deskew each PE row (lane c waits C - 1 - c cycles),
