@@ -35,6 +35,14 @@ STAGES = [
         "P V tile stage",
     ),
     Mutant(
+        "pv_tile_block_binary",  # the one-hot channel block register takes the block's index instead
+        "hdl/pv_tile.py",
+        "b_blk.eq(1 << w.blk),",
+        "b_blk.eq(w.blk),",
+        "P V tile stage",
+        tests=("tb/test_pv_tile.py",),
+    ),
+    Mutant(
         "pv_tile_no_padding",
         "hdl/pv_tile.py",
         "pass_last = ~((~exh_next & (uc_next < chunk)) | (uc_next < R))",
