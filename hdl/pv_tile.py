@@ -388,7 +388,10 @@ class PvTile(wiring.Component):
         R, rbs, half = cfg.array_rows, self.row_blocks, self.half
         b_valid = Signal()
         b_pad, b_absent, b_bank, b_last = Signal(), Signal(), Signal(), Signal()
-        b_blk = Signal(len(self._blocks), name="b_blk")  # one-hot: the unit's channel block
+        # the unit's channel block: one-hot on the Kaleido tile (its V lanes
+        # feed the P V dispatcher's detector), an index on the dense one
+        one_hot = self._variant == "kaleido"
+        b_blk = Signal(len(self._blocks) if one_hot else w.blk.shape(), name="b_blk")
         b_rows = Signal(range(R + 1))  # rows of the unit's row block in the query tile (the rest read as P = 0)
         arr = PvArray(cfg) if self._variant == "kaleido" else DensePvArray(cfg)
         m.submodules.array = arr
@@ -410,7 +413,7 @@ class PvTile(wiring.Component):
                 b_absent.eq(~w.real | ~w.paired),
                 b_bank.eq(w.a_bank),
                 b_last.eq(w.pass_last),
-                b_blk.eq(1 << w.blk),
+                b_blk.eq(1 << w.blk if one_hot else w.blk),
                 b_rows.eq(Mux(w.left > R, R, w.left)),
             ]
         w.b_valid, w.b_pad, w.b_absent, w.b_bank, w.b_last = b_valid, b_pad, b_absent, b_bank, b_last
@@ -536,11 +539,37 @@ class PvTile(wiring.Component):
                 u.p_a[r].eq(Mux(r < b_rows, p_a[r * P_BITS : (r + 1) * P_BITS], 0)),
                 u.p_f[r].eq(Mux(b_absent | (r >= b_rows), 0, p_f[r * P_BITS : (r + 1) * P_BITS])),
             ]
-        # the block's V lanes, selected by the one-hot ``b_blk`` (an AND-OR,
-        # not a decoder and mux tree, in front of the dispatcher's detector);
-        # ``absent`` and ``last`` in the same statements as the V lanes: a
-        # field driven alone from a register becomes an ``always @*`` that
-        # no event wakes at time 0 in the emitted Verilog (X on Icarus)
+        if self._variant == "kaleido":
+            self._lanes_one_hot(m, w, v_a, v_f)
+        else:
+            self._lanes_indexed(m, w, v_a, v_f)
+
+    def _lanes_indexed(self, m: Module, w: SimpleNamespace, v_a, v_f) -> None:
+        """The block's V lanes by the block index ``b_blk`` (the dense tile:
+        its clock is set by the O accumulator, and the one-hot select placed
+        its tile slower, 72.7 against 80.5 MHz, docs/EFFICIENCY.md)."""
+        u, b_absent = w.arr.units.payload, w.b_absent
+        with m.Switch(w.b_blk):
+            for k, (start, count, _) in enumerate(self._blocks):
+                with m.Case(k):
+                    # ``absent`` and ``last`` in the same process as the V lanes: a
+                    # field driven alone from a register becomes an ``always @*``
+                    # that no event wakes at time 0 in the emitted Verilog (X on Icarus)
+                    m.d.comb += [u.absent.eq(b_absent), u.last.eq(w.b_last)]
+                    for c in range(count):
+                        lo = (start + c) * 8
+                        m.d.comb += [
+                            u.v_a[c].eq(Mux(w.b_pad, 0, v_a[lo : lo + 8])),
+                            u.v_f[c].eq(Mux(b_absent, 0, v_f[lo : lo + 8])),
+                        ]
+
+    def _lanes_one_hot(self, m: Module, w: SimpleNamespace, v_a, v_f) -> None:
+        """The block's V lanes selected by the one-hot ``b_blk``: an AND-OR,
+        not a decoder and mux tree, in front of the P V dispatcher's detector
+        (the Kaleido tile's critical path with an index: 73.8 -> 77.2 MHz).
+        ``absent`` and ``last`` in the same statements as the V lanes (see
+        :meth:`_lanes_indexed`)."""
+        u, b_absent = w.arr.units.payload, w.b_absent
         m.d.comb += [u.absent.eq(b_absent), u.last.eq(w.b_last)]
         for c in range(max(count for _, count, _ in self._blocks)):
             lanes_a, lanes_f = 0, 0

@@ -37,7 +37,7 @@ STAGES = [
     Mutant(
         "pv_tile_block_binary",  # the one-hot channel block register takes the block's index instead
         "hdl/pv_tile.py",
-        "b_blk.eq(1 << w.blk),",
+        "b_blk.eq(1 << w.blk if one_hot else w.blk),",
         "b_blk.eq(w.blk),",
         "P V tile stage",
         tests=("tb/test_pv_tile.py",),
