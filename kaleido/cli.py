@@ -31,6 +31,7 @@ from .checks import parse_array_size
 from .clock import REPORT, clocks, time_speedup
 from .config import add_config_arguments, config_from_args
 from .efficiency import summary_line
+from .headroom import COMPUTE_STAGES, headroom, headroom_line
 from .progress import batch_progress
 
 #: the longest head whose P ``kaleido perf`` computes for small-P pairing
@@ -304,6 +305,7 @@ def _perf(args):
         _print_perf_engine(cfg, engine, result)
     eff = result["efficiency"]
     print(summary_line(eff) if "error" not in eff else f"efficiency: not computed ({eff['error']})")
+    print(headroom_line(result["headroom"]))
     if quality:
         print(f"quality vs int8: PSNR {quality['vs_int8']['psnr']:.1f} dB, cosine {quality['vs_int8']['cosine']:.5f}")
     if args.json:
@@ -429,6 +431,8 @@ def _perf_cost(args, w, cfg, r, pv, result: dict):
     clock = clocks(scheduler, matcher, args.synth_report)
     result["time"] = {**clock.as_dict(), "speedup": time_speedup(r.speedup, clock)}
     result["efficiency"] = _efficiency(args, cfg, result, energy)
+    ops = {s: result["stages"][s]["ops"] for s in COMPUTE_STAGES}
+    result["headroom"] = headroom({**energy, "ops": ops}, result["efficiency"])
     return energy, clock
 
 

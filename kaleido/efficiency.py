@@ -260,14 +260,18 @@ def summary_line(eff: dict) -> str:
 
 def head_energy(q, k, v, grid, split, config, scales=None) -> dict:
     """:func:`kaleido.energy.attention_energy` of one head on ``config``'s
-    core against the dense core, on the cycle model's events."""
+    core against the dense core, on the cycle model's events, with
+    ``ops``: the ``qk`` and ``pv`` stages' operation counts (``dense``,
+    ``oracle``, ``hw``) from the same run."""
     from .energy import attention_energy
     from .golden.softmax import head_p
     from .model import pv_cycles, run_model
 
     result = run_model(q, k, grid, split, config)
     P = head_p(q, k, grid, split, config.thresholds, scales=scales) if config.pv_pairs else None
-    return attention_energy(q, k, v, grid, split, config, result, pv=pv_cycles(v, grid, split, config, P=P))
+    pv = pv_cycles(v, grid, split, config, P=P)
+    energy = attention_energy(q, k, v, grid, split, config, result, pv=pv)
+    return {**energy, "ops": {"qk": dict(result.ops), "pv": dict(pv.ops)}}
 
 
 def head_quality(q, k, v, grid, split, config, scales=None, reference=None) -> dict:

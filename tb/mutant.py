@@ -14,6 +14,7 @@ GROUPS = (
     ("kaleido/area.py", "energy/area/efficiency"),
     ("kaleido/efficiency.py", "energy/area/efficiency"),
     ("kaleido/sensitivity.py", "energy/area/efficiency"),
+    ("kaleido/headroom.py", "energy/area/efficiency"),
     ("synth/", "energy/area/efficiency"),
     ("kaleido/explore/", "exploration"),
     ("kaleido/calibrate.py", "exploration"),

@@ -38,6 +38,23 @@ TARGETED = [
     ),
     # issue 46, item 5: the models that turn activity into joules and transistors into mm^2, the quality
     # metrics, and the credit and occupancy bounds (each killed by the named independent test)
+    # -- what issue 43's goals need (tb/test_headroom.py: every figure worked by hand)
+    Mutant(
+        "headroom_keep_counts_fixed",  # the softmax and io counted as savable compute energy
+        "kaleido/headroom.py",
+        '"keep_max": (dense / goal - fixed) / compute',
+        '"keep_max": (dense / goal) / compute',
+        "goal headroom",
+        tests=("tb/test_headroom.py",),
+    ),
+    Mutant(
+        "headroom_dense_buffers",  # the logic budget left beside the dense core's buffers, not the design's
+        "kaleido/headroom.py",
+        'logic_budget_mm2=budget - flat["kaleido_mm2"]["buffers"]',
+        'logic_budget_mm2=budget - flat["dense_mm2"]["buffers"]',
+        "goal headroom",
+        tests=("tb/test_headroom.py",),
+    ),
     # -- the energy model (tb/test_energy_model.py: every stage's events and pJ by hand)
     Mutant(
         "energy_drain_no_tile_register",

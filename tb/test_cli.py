@@ -228,8 +228,14 @@ def test_perf_run_time_thresholds_keep_the_build(tmp_path, capsys):
     j = tmp_path / "r.json"
     argv = ["perf", "--grid", "2,4,4", "--design", "paper", "--synth-report", str(SNAPSHOT), "--json", str(j)]
     assert main([*argv, "--thresholds", "6,4,5,4,6,4"]) == 0
-    assert "design paper (run-time thresholds)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "design paper (run-time thresholds)" in out
     data = json.loads(j.read_text())
+    # what the goals need, from this run's own energy and efficiency (kaleido.headroom; tb/test_headroom.py)
+    room = data["headroom"]
+    assert room["energy"]["measured"] == pytest.approx(data["energy"]["savings"])
+    assert room["area"]["core"]["measured"] == pytest.approx(data["efficiency"]["throughput_per_area"]["core"])
+    assert f"needs a time speedup of {room['area']['core']['time_needed']:.2f}x" in out
     assert (data["config"]["design"], data["config"]["hardware_design"]) == (None, "paper")
     eff = data["efficiency"]
     assert "error" not in eff, eff

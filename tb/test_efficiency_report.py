@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kaleido.bench.efficiency_report import BEGIN, END, calibrated_row, design_row, table_lines, update_readme
+from kaleido.bench.efficiency_report import (
+    BEGIN,
+    END,
+    calibrated_row,
+    design_row,
+    headroom_lines,
+    table_lines,
+    update_readme,
+)
 from kaleido.calibrate import calibrate
 from kaleido.config import CoreConfig, KaleidoConfig
 from kaleido.efficiency import SNAPSHOT
@@ -41,6 +49,26 @@ def test_table_line_per_design():
     assert lines[4].startswith("| default, calibrated t(5,4) x(6,4) y(6,4) | 1.500x |")
     assert "Synthesis figures: build/synth/report.json (measured on abc)." in lines
     assert "Not computed: no core 'paper' in the report" in lines
+
+
+def test_headroom_line_per_design():
+    energy = {
+        "measured": 1.01,
+        "ceiling": {"hw": 1.2, "oracle": 1.25},
+        "keep": {"hw": 0.772, "oracle": 0.733},
+        "keep_max": 0.683,
+    }
+    area = {"core": {"measured": 0.8, "time_needed": 2.23, "logic_budget_mm2": 0.05, "logic_mm2": 0.125,
+                     "dense_logic_mm2": 0.04},
+            "chip": {"measured": 0.42, "time_needed": 5.35}}  # fmt: skip
+    rows = [{**_row("default"), "headroom": {"energy": energy, "area": area}},
+            {**_row("paper", "no report"), "headroom": {"energy": energy}}]  # fmt: skip
+    lines = headroom_lines(rows)
+    assert lines[2] == (
+        "| default | 1.010x; 1.200x (1.250x) | 77.2% (73.3%); 68.3% | 0.80x; 2.23x | 0.40 (1.25x dense logic) "
+        "| 0.42x; 5.35x |"
+    )
+    assert lines[3] == "| paper | 1.010x; 1.200x (1.250x) | 77.2% (73.3%); 68.3% | - | - | - |"
 
 
 def test_readme_block_is_replaced_and_the_rest_kept(tmp_path):

@@ -18,6 +18,7 @@ import pathlib
 
 from ..config import DESIGNS, CoreConfig, KaleidoConfig
 from ..efficiency import design_efficiency, head_energy, head_psnr
+from ..headroom import GOALS, headroom
 
 __all__ = [
     "HEAD",
@@ -25,6 +26,7 @@ __all__ = [
     "design_row",
     "calibrated_row",
     "table_lines",
+    "headroom_lines",
     "update_readme",
     "plot",
     "main",
@@ -65,6 +67,7 @@ def design_row(design: str, w, synth_path=None, thresholds=None) -> dict:
         "psnr": head_psnr(w.q, w.k, w.v, w.grid, w.split, config, scales=w.scales),
         "efficiency": eff,
         "energy_ratio_sized": sized["kaleido_pj"] / sized["dense_pj"],
+        "headroom": headroom(energy, eff),
         "events": energy["events"],
     }
 
@@ -146,6 +149,39 @@ def table_lines(rows: list[dict]) -> list[str]:
     if src:
         lines += ["", f"Synthesis figures: {src['report']} ({src['why']})."]
     lines += [f"Not computed: {e}" for e in errors]
+    return lines
+
+
+def _area_cells(area: dict | None) -> str:
+    if area is None:
+        return "- | - | -"
+    core, chip = area["core"], area["chip"]
+    logic = core["logic_budget_mm2"] / core["dense_logic_mm2"]
+    return (
+        f"{core['measured']:.2f}x; {core['time_needed']:.2f}x | "
+        f"{core['logic_budget_mm2'] / core['logic_mm2']:.2f} ({logic:.2f}x dense logic) | "
+        f"{chip['measured']:.2f}x; {chip['time_needed']:.2f}x"
+    )
+
+
+def headroom_lines(rows: list[dict]) -> list[str]:
+    """What issue 43's goals need of each design (:mod:`kaleido.headroom`),
+    markdown."""
+    lines = [
+        f"| design | energy savings: measured; at a dense op's cost, ops built (oracle) "
+        f"| scalable energy spent: ops built (oracle); at most, for {GOALS['energy_savings']}x "
+        f"| per mm^2 core: measured; speedup the built area needs for {GOALS['per_mm2_core']}x "
+        f"| logic allowed / built (/ dense logic) "
+        f"| per mm^2 chip: measured; speedup needed for {GOALS['per_mm2_chip']}x |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        e = row["headroom"]["energy"]
+        lines.append(
+            f"| {_label(_flat(row))} | {e['measured']:.3f}x; {e['ceiling']['hw']:.3f}x ({e['ceiling']['oracle']:.3f}x) "
+            f"| {e['keep']['hw']:.1%} ({e['keep']['oracle']:.1%}); {e['keep_max']:.1%} "
+            f"| {_area_cells(row['headroom'].get('area'))} |"
+        )
     return lines
 
 
