@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 
+#: a JSON file of test durations (``{nodeid: seconds}``): tb/conftest.py runs
+#: the tests shortest first (``make mutate``: a seeded bug meets its quickest test first)
+ORDER_ENV = "KALEIDO_TEST_ORDER"
+#: a JSON file tb/conftest.py writes each test's duration into (setup, call, teardown)
+RECORD_ENV = "KALEIDO_RECORD_DURATIONS"
+
 #: file groups, the first prefix that matches a mutant's path
 GROUPS = (
     ("hdl/", "hdl"),

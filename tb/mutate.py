@@ -25,7 +25,15 @@ catalogue, :data:`MUTANTS`, is four modules' lists, in this order:
 (the later RTL stages) and ``tb/mutants_targeted.py`` (issue 46's, each
 naming its own tests). This module runs them and reports.
 
-``python -m kaleido.tb.mutate [--only NAME,...] [--jobs N] [--targeted] [--merge]``
+``python -m kaleido.tb.mutate [--only NAME,...] [--jobs N] [--targeted] [--merge] [--resume]
+[--order auto|none|FILE]``
+
+Before the mutants, a baseline run of the fast suite on the unchanged tree
+(``--order auto``) checks that it passes and records each test's duration;
+each mutant then runs the suite's tests shortest first (the same tests,
+another order), so most seeded bugs die in seconds, not after the slow
+core tests. The report is written after each mutant; ``--resume`` goes on
+from an interrupted run.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ import sys
 import time
 
 from kaleido.tb.mutant import GROUPS as GROUPS
-from kaleido.tb.mutant import Mutant, group_of
+from kaleido.tb.mutant import ORDER_ENV, RECORD_ENV, Mutant, group_of
 from kaleido.tb.mutants_datapath import DATAPATH
 from kaleido.tb.mutants_model import MODEL
 from kaleido.tb.mutants_stages import STAGES
@@ -82,12 +90,17 @@ GOAL = 0.95
 MUTANTS = [*DATAPATH, *MODEL, *STAGES, *TARGETED]
 
 
-def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) -> pathlib.Path:
+def apply(
+    mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT, allow_empty: bool = False
+) -> pathlib.Path:
     """A scratch copy of the tree at ``dest`` with ``mutant`` applied;
-    raises ``ValueError`` unless ``old`` occurs exactly once."""
+    raises ``ValueError`` unless ``old`` occurs exactly once
+    (``allow_empty``: an empty ``old`` leaves the copy unchanged)."""
     dest = pathlib.Path(dest)
     text = (root / mutant.path).read_text()
-    if text.count(mutant.old) != 1:
+    if allow_empty and not mutant.old:
+        pass
+    elif text.count(mutant.old) != 1:
         raise ValueError(
             f"mutant {mutant.name!r}: {mutant.old!r} occurs {text.count(mutant.old)} times in {mutant.path}"
         )
@@ -110,7 +123,8 @@ def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) ->
             ".ruff_cache",
         ),
     )
-    (dest / mutant.path).write_text(text.replace(mutant.old, mutant.new))
+    if mutant.old:
+        (dest / mutant.path).write_text(text.replace(mutant.old, mutant.new))
     return dest
 
 
@@ -130,6 +144,42 @@ def _git_clone(tree: pathlib.Path, root: pathlib.Path) -> None:
     for args in (["config", "core.bare", "false"], ["update-ref", "--no-deref", "HEAD", head.stdout.strip()]):
         subprocess.run([*git, "-C", str(tree), *args], check=True)
     subprocess.run([*git, "-C", str(tree), "read-tree", "HEAD"], check=True)
+
+
+def _env(tree: pathlib.Path, order: str | os.PathLike | None = None, record: str | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree), "KALEIDO_SEED": os.environ.get("KALEIDO_SEED", "1")}
+    if order:
+        env[ORDER_ENV] = str(pathlib.Path(order).resolve())
+    if record:
+        env[RECORD_ENV] = record
+    return env
+
+
+def baseline(work: str | os.PathLike, durations: str | os.PathLike, jobs: int = 2, deselect=()) -> dict:
+    """The fast suite on an unchanged copy of the tree, each test's
+    duration recorded into ``durations`` (the order :func:`run` takes).
+    Returns ``passed``, ``failed`` (the tests that failed: a mutant run
+    would count them as kills; ``--deselect`` them) and ``seconds``."""
+    tree = apply(Mutant("baseline", "pyproject.toml", "", "", "none"), work, allow_empty=True)
+    _git_clone(tree, ROOT)
+    path = pathlib.Path(durations).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suite = [*FAST_SUITE[1:-1], *(f"--deselect={d}" for d in deselect), FAST_SUITE[-1]]  # every test, no -x
+    cmd = [sys.executable, "-m", "pytest", *(["-n", str(jobs)] if jobs > 1 else []), *suite]
+    t0 = time.time()
+    proc = subprocess.run(cmd, cwd=tree, env=_env(tree, record=str(path)), capture_output=True, text=True)
+    failed = _failed(proc.stdout) if proc.returncode else []
+    return {"passed": proc.returncode == 0, "failed": failed, "seconds": round(time.time() - t0, 1)}
+
+
+def _write(report: dict, out: str) -> dict:
+    """``report`` with its summary into ``out``; returns the scores."""
+    groups = scores(report)
+    summary = {**groups["all"], "groups": {k: v for k, v in groups.items() if k != "all"}}
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out, "w") as f:
+        json.dump({"summary": summary, "mutants": report}, f, indent=2)
+    return groups
 
 
 def _failed(output: str) -> list[str]:
@@ -168,6 +218,7 @@ def run(
     timeout: float = 7200,
     targeted: bool = False,
     deselect: tuple[str, ...] = (),
+    order: str | os.PathLike | None = None,
 ) -> dict:
     """Apply ``mutant`` in ``work`` and run its stages there (:func:`stages_of`;
     ``args`` instead when given); killed when pytest fails, ``killed_by``
@@ -179,10 +230,13 @@ def run(
     ``targeted``: a mutant with ``tests`` skips the whole fast suite (a
     quick check; a survivor then has ``fast_suite: "targeted"``).
     ``deselect``: tests of the fast suite left out (ones that fail on the
-    unchanged tree, which would kill every mutant), named in the result."""
+    unchanged tree, which would kill every mutant), named in the result.
+    ``order``: a durations file (:func:`baseline`): the tests run shortest
+    first, so a seeded bug meets its quickest test first (the same tests
+    run; only the order changes)."""
     tree = apply(mutant, work)
     _git_clone(tree, ROOT)
-    env = {**os.environ, "PYTHONPATH": str(tree), "KALEIDO_SEED": os.environ.get("KALEIDO_SEED", "1")}
+    env = _env(tree, order)
     t0 = time.time()
     killed, killed_by, failed, tail, ran = False, None, [], [], []
     for stage, stage_args in stages_of(mutant, args, targeted, deselect):
@@ -245,6 +299,26 @@ def scores(report: dict) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])))
 
 
+def _order(args, todo: list[Mutant], work: pathlib.Path) -> str | None:
+    """The durations file the mutants' fast suite runs in order of (``--order``),
+    from a baseline run when ``auto`` and some mutant runs the whole suite;
+    exits naming the tests that fail on the unchanged tree."""
+    if args.order == "none" or not todo or (args.targeted and all(m.tests for m in todo)):
+        return None
+    if args.order != "auto":
+        if not os.path.exists(args.order):
+            raise SystemExit(f"--order: no durations file {args.order!r}")
+        return args.order
+    path = pathlib.Path(args.out).parent / "durations.json"
+    print(f"baseline: the fast suite on the unchanged tree, each test's duration into {path}", flush=True)
+    base = baseline(work, path, args.jobs, tuple(args.deselect))
+    if not base["passed"]:
+        failing = ", ".join(base["failed"]) or "see pytest's output"
+        raise SystemExit(f"the fast suite fails on the unchanged tree ({failing}): fix it or --deselect it")
+    print(f"baseline: passed in {base['seconds']:.0f} s", flush=True)
+    return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
@@ -265,6 +339,14 @@ def main(argv: list[str] | None = None) -> int:
         help="a fast-suite test to leave out (one failing on the unchanged tree); repeatable, named in the report",
     )
     ap.add_argument("--out", default="build/mutate/report.json")
+    ap.add_argument(
+        "--order",
+        default="auto",
+        help="the fast suite's order: 'auto' (a baseline run on the unchanged tree records each test's duration "
+        "into durations.json beside --out, then every mutant runs the tests shortest first), a durations file, "
+        "or 'none' (the suite's own order)",
+    )
+    ap.add_argument("--resume", action="store_true", help="with --merge: skip the mutants --out already has")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n]
     known = {m.name: m for m in MUTANTS}
@@ -273,23 +355,29 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"unknown mutant {n!r}; known: {sorted(known)}")
     todo = [known[n] for n in names] if names else MUTANTS
     report: dict = {}
-    if args.merge and os.path.exists(args.out):
+    if (args.merge or args.resume) and os.path.exists(args.out):
         with open(args.out) as f:
             report = {k: v for k, v in json.load(f)["mutants"].items() if k in known}
+    if args.resume:
+        todo = [m for m in todo if m.name not in report]
     work = pathlib.Path(args.out).parent / "tree"
+    order = _order(args, todo, work)
     for m in todo:
         report[m.name] = r = run(
-            m, work, jobs=args.jobs, timeout=args.timeout, targeted=args.targeted, deselect=tuple(args.deselect)
+            m,
+            work,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            targeted=args.targeted,
+            deselect=tuple(args.deselect),
+            order=order,
         )
         verdict = f"killed ({r['killed_by']})" if r["killed"] else "SURVIVED"
         by = r["failed"][0] if r["failed"] else ""
         print(f"{m.name:36s} {verdict:15s} {r['seconds']:7.1f} s  {m.group}: {m.area}  {by}", flush=True)
+        _write(report, args.out)  # after each mutant: an interrupted run resumes with --resume
     shutil.rmtree(work, ignore_errors=True)
-    groups = scores(report)
-    summary = {**groups["all"], "groups": {k: v for k, v in groups.items() if k != "all"}}
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump({"summary": summary, "mutants": report}, f, indent=2)
+    groups = _write(report, args.out)
     print(f"score per file group (goal {GOAL:.0%} each; killed by a proof = killed in make test):")
     for key, g in groups.items():
         mark = "" if g["meets_goal"] else f"  BELOW the {GOAL:.0%} goal"

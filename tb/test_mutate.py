@@ -137,3 +137,29 @@ def test_the_fast_suite_leaves_out_this_file(tmp_path):
     tree = apply(m, tmp_path / "tree")
     assert (tree / m.path).read_text().count(m.old) == 0
     assert "--ignore=tb/test_mutate.py" in FAST_SUITE and FAST_SUITE[-1] == "tb"
+
+
+def test_recorded_durations_order_the_suite_shortest_first(tmp_path):
+    """The baseline's durations (tb/conftest.py, :data:`RECORD_ENV`) order a
+    later run shortest first (:data:`ORDER_ENV`), tests not recorded last."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from kaleido.tb.mutant import ORDER_ENV, RECORD_ENV
+    from kaleido.tb.mutate import ROOT
+
+    record = tmp_path / "durations.json"
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tb/test_headroom.py"]
+    env = {**os.environ, RECORD_ENV: str(record)}
+    subprocess.run(run, cwd=ROOT, env=env, check=True, capture_output=True)
+    recorded = json.loads(record.read_text())
+    assert len(recorded) == 9 and all(k.startswith("tb/test_headroom.py::") for k in recorded)
+    last, first = sorted(recorded)[:2]
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps({last: 2.0, first: 1.0}))
+    env = {**os.environ, ORDER_ENV: str(order)}
+    out = subprocess.run([*run, "--collect-only"], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    ids = [line for line in out.stdout.splitlines() if "::" in line]
+    assert ids[:2] == [first, last] and set(ids) == set(recorded)

@@ -27,6 +27,7 @@ __all__ = [
     "calibrated_row",
     "table_lines",
     "headroom_lines",
+    "thresholds_label",
     "update_readme",
     "plot",
     "main",
@@ -41,15 +42,17 @@ PAPER_POINT = {"time_speedup": 2.1, "area_ratio_chip": 1.079}
 BEGIN, END = "<!-- efficiency:begin -->", "<!-- efficiency:end -->"
 
 
-def design_row(design: str, w, synth_path=None, thresholds=None) -> dict:
-    """One design on head ``w``: core cycles, dense core cycles, PSNR, the
-    efficiency figures (``error`` when the synthesis report lacks one) and
-    the energy model's event counts. ``thresholds`` (three ``(F, P)``):
-    the head's run-time ``Q K^T`` thresholds on the design's build (its
-    clock and area), instead of the built-in ones."""
+def design_row(design: str, w, synth_path=None, thresholds=None, preset: str = HEAD[0]) -> dict:
+    """One design on head ``w`` (of the model ``preset``): core cycles,
+    dense core cycles, PSNR, the efficiency figures (``error`` when the
+    synthesis report lacks one), what the goals need of it
+    (:mod:`kaleido.headroom`) and the energy model's event counts.
+    ``thresholds`` (three ``(F, P)``): the head's run-time ``Q K^T``
+    thresholds on the design's build (its clock and area), instead of the
+    built-in ones."""
     from ..model import core_cycles
 
-    config = KaleidoConfig.preset(HEAD[0], design)
+    config = KaleidoConfig.preset(preset, design)
     if thresholds is not None:
         config = config.replace(group_thresholds=thresholds)
     cycles = core_cycles(w.q, w.k, w.v, w.grid, config, CoreConfig(), scales=w.scales)
@@ -72,7 +75,7 @@ def design_row(design: str, w, synth_path=None, thresholds=None) -> dict:
     }
 
 
-def calibrated_row(design: str, w, calibration, synth_path=None) -> dict:
+def calibrated_row(design: str, w, calibration, synth_path=None, preset: str = HEAD[0]) -> dict:
     """:func:`design_row` of ``design``'s build on head ``w`` with the
     thresholds :func:`kaleido.calibrate.calibrate` chooses on the head
     ``calibration`` (40 dB plus its margin; :func:`kaleido.calibrate.calibration_head`,
@@ -80,12 +83,17 @@ def calibrated_row(design: str, w, calibration, synth_path=None) -> dict:
     run time (issue 43, lever 4)."""
     from ..calibrate import calibrate
 
-    config = KaleidoConfig.preset(HEAD[0], design)
+    config = KaleidoConfig.preset(preset, design)
     chosen = calibrate(
         calibration.q, calibration.k, calibration.v, calibration.grid, calibration.split, config,
         scales=calibration.scales,
     )["thresholds"]  # fmt: skip
-    return design_row(design, w, synth_path, thresholds=chosen)
+    return design_row(design, w, synth_path, thresholds=chosen, preset=preset)
+
+
+def thresholds_label(thresholds) -> str:
+    """Three ``(F, P)`` as ``t(7,4) x(7,4) y(6,4)``."""
+    return " ".join(f"{g}{tuple(p)}".replace(" ", "") for g, p in zip("txy", thresholds, strict=True))
 
 
 def _label(flat: dict) -> str:
@@ -96,9 +104,7 @@ def _label(flat: dict) -> str:
 def _flat(row: dict) -> dict:
     eff = row["efficiency"]
     out = {k: row[k] for k in ("design", "cycles", "dense_cycles", "psnr", "energy_ratio_sized")}
-    out["thresholds"] = " ".join(
-        f"{g}{tuple(p)}".replace(" ", "") for g, p in zip("txy", row["thresholds"], strict=True)
-    )
+    out["thresholds"] = thresholds_label(row["thresholds"])
     out["cycle_speedup"] = row["dense_cycles"] / row["cycles"]
     if "error" in eff:
         return {**out, "error": eff["error"]}
