@@ -146,6 +146,24 @@ def test_schedule_order_is_schedule_window_by_window(seed, window):
         schedule_order([1, 2, 3], vectorised="no")
 
 
+def test_array_need_rule_by_phase():
+    """Spec sec. 7, written out: a union of low parts only is HALF in the
+    phases whose column operand is a follower (T1, T3: a DUAL_LO slot
+    carries two followers' low nibbles), FULL where the column is an
+    anchor (T0, T2), whatever union reaches them in practice."""
+    from kaleido.encoding import PeNeed, array_need
+
+    S, H, F = Need.SKIP, Need.HALF, Need.FULL
+    expected = {  # unions SKIP, LO, HI, FULL
+        Phase.T0: [S, F, F, F],
+        Phase.T1: [S, H, F, F],
+        Phase.T2: [S, F, F, F],
+        Phase.T3: [S, H, F, F],
+    }
+    for phase, row in expected.items():
+        assert [array_need(phase, u) for u in PeNeed] == row, phase
+
+
 def test_channel_needs_phases():
     q = np.array([[2, 0, 1]], np.uint8)
     k = np.array([[1, 1, 2]], np.uint8)
