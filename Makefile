@@ -37,7 +37,7 @@ help:
 	@echo "                --designs alone runs none; --flatten=one_array flattens a core too; cold: over an hour of CPU)"
 	@echo "make chip       whole-chip area estimate at the paper's denominator (16,384 arrays, 96 MB SRAM; docs/SYNTH.md)"
 	@echo "                from build/synth/report.json (adds its chip field) or docs/SYNTH_TABLE.md; make synth includes it"
-	@echo "make bench      benchmarks and measured notes (golden, dispatcher, one 4x4 array's model at 32k tokens (goal 10 s, against the old walk), the whole core's model on make sim's head, softmax error, linear-layer reuse, every design's efficiency on the 8 held-out heads (~25 min), the core's simulated cycles/s on Verilator: make sim's head as its plain binary, median of 3 runs (goal 200k), and 128 tokens under cocotb; make synth run cold in a scratch build dir and warm, wall time against the 10-min goal) -> build/bench/*.json, *.csv"
+	@echo "make bench      benchmarks and measured notes (golden, dispatcher, one 4x4 array's model at 32k tokens (goal 10 s, against the old walk), the whole core's model on make sim's head, softmax error, linear-layer reuse, every design's efficiency on the 8 held-out heads (~30 min), the core's simulated cycles/s on Verilator: make sim's head as its plain binary, median of 3 runs (goal 200k), and 128 tokens under cocotb; make synth run cold in a scratch build dir and warm, wall time against the 10-min goal) -> build/bench/*.json, *.csv"
 	@echo "make sweep      kaleido sweep on a local Dask cluster: 16 synthetic heads x 4 configurations -> build/sweep/table/"
 	@echo "                (heads.csv, heads.parquet, summary.json, plots; ~1 min; docs/SWEEP.md)"
 	@echo "make tables     regenerate the measured tables in docs/ from the golden model"

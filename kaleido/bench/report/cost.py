@@ -163,9 +163,10 @@ def efficiency_section(rep, plt):
         "",
         "Issue 43's goals against each design's own reuse (`kaleido.headroom`; docs/EFFICIENCY.md, "
         '"What the goals need"). Energy: the savings if every operation the reuse leaves in Q K^T and P V cost '
-        "what a dense operation costs there (buffers included, dispatch free), with the operations the design "
-        "computes and the oracle's; the share of those two stages' dense energy that would spend, and the most a "
-        "design may spend to save the goal (the softmax and DRAM traffic are the same in both cores). Area: the "
+        "what a dense operation costs there (operand reads included, dispatch free), with the operations the "
+        "design computes and the oracle's; the share of those two stages' scalable dense energy (all but their "
+        "buffer writes) that would spend, and the most a design may spend to save the goal (the softmax, the "
+        "drains' buffer writes and DRAM traffic are the same in both cores). Area: the "
         "speedup in time the built core and chip would need, and the logic the core may have beside its own "
         "buffers at its measured speedup (SRAM at flat prices).",
         "",
