@@ -302,6 +302,21 @@ def scores(report: dict) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])))
 
 
+def _lock(folder: pathlib.Path):
+    """An exclusive lock on ``folder/.lock``, or SystemExit: two runs sharing
+    one scratch tree would delete each other's files, and every test of the
+    other would then fail, a false kill."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another make mutate runs in {folder}: wait for it, or give this one another --out") from None
+    return handle
+
+
 def _order(args, todo: list[Mutant], work: pathlib.Path) -> str | None:
     """The durations file the mutants' fast suite runs in order of (``--order``),
     from a baseline run when ``auto`` and some mutant runs the whole suite;
@@ -364,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:
         todo = [m for m in todo if m.name not in report]
     work = pathlib.Path(args.out).parent / "tree"
+    lock = _lock(work.parent)  # held until the mutants are done
     order = _order(args, todo, work)
     for m in todo:
         report[m.name] = r = run(
@@ -380,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{m.name:36s} {verdict:15s} {r['seconds']:7.1f} s  {m.group}: {m.area}  {by}", flush=True)
         _write(report, args.out)  # after each mutant: an interrupted run resumes with --resume
     shutil.rmtree(work, ignore_errors=True)
+    lock.close()
     groups = _write(report, args.out)
     print(f"score per file group (goal {GOAL:.0%} each; killed by a proof = killed in make test):")
     for key, g in groups.items():
