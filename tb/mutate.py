@@ -56,7 +56,19 @@ from kaleido.tb.mutants_model import MODEL
 from kaleido.tb.mutants_stages import STAGES
 from kaleido.tb.mutants_targeted import TARGETED
 
-__all__ = ["Mutant", "MUTANTS", "GOAL", "apply", "run", "group_of", "scores", "stages_of", "percent_down", "FAST_SUITE"]
+__all__ = [
+    "Mutant",
+    "MUTANTS",
+    "GOAL",
+    "apply",
+    "run",
+    "group_of",
+    "scores",
+    "stages_of",
+    "percent_down",
+    "scratch_lock",
+    "FAST_SUITE",
+]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -302,7 +314,7 @@ def scores(report: dict) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0])))
 
 
-def _lock(folder: pathlib.Path):
+def scratch_lock(folder: pathlib.Path):
     """An exclusive lock on ``folder/.lock``, or SystemExit: two runs sharing
     one scratch tree would delete each other's files, and every test of the
     other would then fail, a false kill."""
@@ -379,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:
         todo = [m for m in todo if m.name not in report]
     work = pathlib.Path(args.out).parent / "tree"
-    lock = _lock(work.parent)  # held until the mutants are done
+    lock = scratch_lock(work.parent)  # held until the mutants are done
     order = _order(args, todo, work)
     for m in todo:
         report[m.name] = r = run(

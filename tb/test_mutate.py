@@ -168,9 +168,9 @@ def test_recorded_durations_order_the_suite_shortest_first(tmp_path):
 def test_a_second_run_on_the_same_scratch_tree_is_refused(tmp_path):
     """Two runs sharing ``build/mutate/tree`` would delete each other's files
     and count the other's failures as kills: the second exits, named."""
-    from kaleido.tb.mutate import _lock, main
+    from kaleido.tb.mutate import main, scratch_lock
 
-    held = _lock(tmp_path)
+    held = scratch_lock(tmp_path)
     try:
         with pytest.raises(SystemExit, match="another make mutate runs in"):
             main(["--only", "pe_shift", "--out", str(tmp_path / "report.json")])
