@@ -27,7 +27,7 @@ help:
 	@echo "                O accumulator, P V tile, tile loader and feeder, memory model and the core's ports; PE products"
 	@echo "                for all int8; matcher function; scheduler partition (k-induction) -> build/formal/report.json,"
 	@echo "                table in docs/FORMAL.md"
-	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json, docs/MUTATE.md (70-90 min)"
+	@echo "make mutate     seeded bugs (tb/mutate.py) against the fast suite, each in a scratch copy -> build/mutate/report.json, docs/MUTATE.md (about 2 h; an interrupted run: MUTATE_ARGS=--resume)"
 	@echo "make synth      Yosys/nextpnr area and Fmax of every block (flattened, ECP5 Fmax) and the whole core of every"
 	@echo "                design (default, one_array, paper) and of the dense core (each distinct module synthesized once,"
 	@echo "                the hierarchy summed), all cached by Verilog hash in build/synth/cache (logic"
@@ -90,7 +90,7 @@ formal: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m formal tb/test_formal.py -k "seeded or report"
 
 mutate: $(STAMP)
-	$(PY) -m kaleido.tb.mutate
+	$(PY) -m kaleido.tb.mutate $(MUTATE_ARGS)
 
 # SYNTH_ARGS passes more options (--designs, --cores, --flatten, --no-fmax, --jobs)
 SYNTH_ARGS ?=
