@@ -105,20 +105,8 @@ GOAL = 0.95
 MUTANTS = [*DATAPATH, *MODEL, *STAGES, *TARGETED]
 
 
-def apply(
-    mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT, allow_empty: bool = False
-) -> pathlib.Path:
-    """A scratch copy of the tree at ``dest`` with ``mutant`` applied;
-    raises ``ValueError`` unless ``old`` occurs exactly once
-    (``allow_empty``: an empty ``old`` leaves the copy unchanged)."""
-    dest = pathlib.Path(dest)
-    text = (root / mutant.path).read_text()
-    if allow_empty and not mutant.old:
-        pass
-    elif text.count(mutant.old) != 1:
-        raise ValueError(
-            f"mutant {mutant.name!r}: {mutant.old!r} occurs {text.count(mutant.old)} times in {mutant.path}"
-        )
+def _copy_tree(dest: pathlib.Path, root: pathlib.Path = ROOT) -> pathlib.Path:
+    """A fresh scratch copy of the tree at ``dest`` (no build, git or venv)."""
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(
@@ -138,8 +126,20 @@ def apply(
             ".ruff_cache",
         ),
     )
-    if mutant.old:
-        (dest / mutant.path).write_text(text.replace(mutant.old, mutant.new))
+    return dest
+
+
+def apply(mutant: Mutant, dest: str | os.PathLike, root: pathlib.Path = ROOT) -> pathlib.Path:
+    """A scratch copy of the tree at ``dest`` with ``mutant`` applied;
+    raises ``ValueError`` unless ``old`` occurs exactly once."""
+    dest = pathlib.Path(dest)
+    text = (root / mutant.path).read_text()
+    if text.count(mutant.old) != 1:
+        raise ValueError(
+            f"mutant {mutant.name!r}: {mutant.old!r} occurs {text.count(mutant.old)} times in {mutant.path}"
+        )
+    _copy_tree(dest, root)
+    (dest / mutant.path).write_text(text.replace(mutant.old, mutant.new))
     return dest
 
 
@@ -175,7 +175,7 @@ def baseline(work: str | os.PathLike, durations: str | os.PathLike, jobs: int = 
     duration recorded into ``durations`` (the order :func:`run` takes).
     Returns ``passed``, ``failed`` (the tests that failed: a mutant run
     would count them as kills; ``--deselect`` them) and ``seconds``."""
-    tree = apply(Mutant("baseline", "pyproject.toml", "", "", "none"), work, allow_empty=True)
+    tree = _copy_tree(pathlib.Path(work))
     _git_clone(tree, ROOT)
     path = pathlib.Path(durations).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
