@@ -346,6 +346,7 @@ DATAPATH = [
         "with m.If(feeder.cmd.ready & pv.fill_idle & ~w.v_ready):",
         "with m.If(feeder.cmd.ready & pv.fill_idle):",
         "core",
+        tests=("tb/test_core.py::test_core_feed_waits_for_the_previous_s_tile",),
     ),
     # the head command's thresholds never reach the engine (it runs its built-in ones)
     Mutant(
