@@ -12,6 +12,7 @@ STAGES = [
         "m.d.comb += row_m.eq(Mux(m_fwd_valid & (m_fwd_row == r_row), m_fwd, m_rd.data))",
         "m.d.comb += row_m.eq(m_rd.data)",
         "softmax row state",
+        tests=("tb/test_tile_softmax.py",),
     ),
     Mutant(
         "tile_softmax_first_z",
@@ -19,6 +20,7 @@ STAGES = [
         "z_row.eq(Mux(z_inside, z_acc, Mux(out.first, 0, z_old)) + beat_sum),",
         "z_row.eq(Mux(z_inside, z_acc, z_old) + beat_sum),",
         "softmax row state",
+        tests=("tb/test_tile_softmax.py",),
     ),
     Mutant(
         "pv_tile_follower_bank",
@@ -26,6 +28,7 @@ STAGES = [
         "p_f = Mux(b_valid, Mux(b_bank, p_rd[0].data, p_rd[1].data), 0)",
         "p_f = Mux(b_valid, Mux(b_bank, p_rd[1].data, p_rd[0].data), 0)",
         "P V tile stage",
+        tests=("tb/test_pv_tile.py",),
     ),
     Mutant(
         "pv_tile_fill_over_running",  # two buffers: the fill takes a header into the buffer still running
@@ -33,6 +36,7 @@ STAGES = [
         "m.d.comb += self.i.ready.eq((state != IDLE) | fslot_free)",
         "m.d.comb += self.i.ready.eq(1)",
         "P V tile stage",
+        tests=("tb/test_pv_tile.py",),
     ),
     Mutant(
         "pv_tile_block_binary",  # the one-hot channel block register takes the block's index instead
@@ -48,6 +52,7 @@ STAGES = [
         "pass_last = ~((~exh_next & (uc_next < chunk)) | (uc_next < R))",
         "pass_last = ~(~exh_next & (uc_next < chunk))",
         "P V tile stage",
+        tests=("tb/test_pv_tile.py",),
     ),
     Mutant(
         "pv_tile_row_stride",  # a walk paired along y steps one row, not two
@@ -63,6 +68,7 @@ STAGES = [
         "self.qk.payload.eq(Mux(real, Array(lanes)[b], 0))",
         "self.qk.payload.eq(Array(lanes)[b])",
         "tile feeder",
+        tests=("tb/test_tile_feeder.py",),
     ),
     Mutant(
         "tile_feeder_row_stride",
@@ -70,6 +76,7 @@ STAGES = [
         "m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row)]",
         "m.d.sync += [yi.eq(yi + 1), run_token.eq(run_token + cmd.row + 1)]",
         "tile feeder",
+        tests=("tb/test_tile_feeder.py",),
     ),
     Mutant(
         "dense_engine_wrong_last",
@@ -77,6 +84,7 @@ STAGES = [
         "beat.ctl.last.eq(cur_left == 1)",
         "beat.ctl.last.eq(cur_left == 2)",
         "dense engine",
+        tests=("tb/test_dense_engine.py",),
     ),
     Mutant(
         "dense_engine_walk_off_by_one",
@@ -84,6 +92,7 @@ STAGES = [
         "m.d.sync += [fj.eq(0), k_word.eq(0), fi.eq(fi + 1), q_word.eq(q_word + NB)]",
         "m.d.sync += [fj.eq(0), k_word.eq(0), fi.eq(fi + 1), q_word.eq(q_word + NB - 1)]",
         "dense engine",
+        tests=("tb/test_dense_engine.py",),
     ),
     Mutant(
         "dense_pv_follower_operand",
@@ -91,6 +100,7 @@ STAGES = [
         "beat.b[c].eq(Mux(second, unit.v_f[c], unit.v_a[c]))",
         "beat.b[c].eq(Mux(second, unit.v_a[c], unit.v_a[c]))",
         "dense engine",
+        tests=("tb/test_pv_tile.py",),
     ),
     Mutant(
         "dense_engine_model_latency",
@@ -98,6 +108,7 @@ STAGES = [
         "DENSE_PE_LATENCY = PE_LATENCY",
         "DENSE_PE_LATENCY = PE_LATENCY + 1",
         "dense engine",
+        tests=("tb/test_dense_engine.py",),
     ),
     # small arrays behind the shared queue (issue 14): the skipped block, the ring per array, the model's wait
     Mutant(
@@ -106,6 +117,7 @@ STAGES = [
         "m.d.comb += empty.eq(~(any_row & any_col))",
         "m.d.comb += empty.eq(0)",
         "small arrays",
+        tests=("tb/test_engine.py::test_engine_small_arrays_amaranth",),
     ),
     Mutant(
         "buffer_one_ring",
@@ -113,6 +125,7 @@ STAGES = [
         "entry = rings[a][ring_read]",
         "entry = rings[0][ring_read]",
         "small arrays",
+        tests=("tb/test_accumulation_buffer.py",),
     ),
     # the model's queue without the RTL's stage: every block a tick early
     Mutant(
@@ -121,6 +134,10 @@ STAGES = [
         "return QUEUE_LATENCY - 1 if buffers == 2 else 0",
         "return 0",
         "small arrays",
+        tests=(
+            "tb/test_model.py",
+            "tb/test_engine.py",
+        ),
     ),
     Mutant(
         "model_queue_trailing",
@@ -128,5 +145,9 @@ STAGES = [
         "ready = max(last_tile + 1, first + bt.length + (H if H_free is None else H_free))",
         "ready = last_tile + 1",
         "small arrays",
+        tests=(
+            "tb/test_model.py",
+            "tb/test_engine.py",
+        ),
     ),
 ]
