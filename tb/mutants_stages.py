@@ -125,7 +125,7 @@ STAGES = [
         "entry = rings[a][ring_read]",
         "entry = rings[0][ring_read]",
         "small arrays",
-        tests=("tb/test_accumulation_buffer.py",),
+        tests=("tb/test_accumulation_buffer.py", "tb/test_engine.py::test_engine_small_arrays_amaranth"),
     ),
     # the model's queue without the RTL's stage: every block a tick early
     Mutant(
