@@ -27,10 +27,7 @@ MODEL = [
         "a_last[b - 2] + 2)",
         "a_last[b - 2] + 3)",
         "engine timing",
-        tests=(
-            "tb/test_model.py",
-            "tb/test_engine.py",
-        ),
+        tests=("tb/test_model.py", "tb/test_engine.py"),
     ),
     Mutant(
         "model_pass_gap_start",
@@ -45,10 +42,7 @@ MODEL = [
         "return r + config.array_cols - 1 + array_latency",
         "return r + config.array_rows - 4 + config.array_cols - 1 + array_latency",
         "P V timing",
-        tests=(
-            "tb/test_pv.py",
-            "tb/test_pv_tile.py",
-        ),
+        tests=("tb/test_pv.py", "tb/test_pv_tile.py"),
     ),
     Mutant(
         "model_pv_run_busy_array",  # two buffers: the next run's first unit ignores the array's last two-beat unit
@@ -56,10 +50,7 @@ MODEL = [
         "first_in = max(max(last_fill + 1, entered) + 1, entered + p_last)",
         "first_in = max(last_fill + 1, entered) + 1",
         "P V timing",
-        tests=(
-            "tb/test_pv.py",
-            "tb/test_pv_tile.py",
-        ),
+        tests=("tb/test_pv.py", "tb/test_pv_tile.py"),
     ),
     Mutant(
         "model_pv_drain",
@@ -67,10 +58,7 @@ MODEL = [
         "        beats + 1 + array_drain(config),",
         "        beats + array_drain(config),",
         "P V timing",
-        tests=(
-            "tb/test_pv.py",
-            "tb/test_pv_tile.py",
-        ),
+        tests=("tb/test_pv.py", "tb/test_pv_tile.py"),
     ),
     # issue 16's fast paths: the matcher automaton's window, the vectorised scheduler's room rule
     Mutant(

@@ -134,10 +134,7 @@ STAGES = [
         "return QUEUE_LATENCY - 1 if buffers == 2 else 0",
         "return 0",
         "small arrays",
-        tests=(
-            "tb/test_model.py",
-            "tb/test_engine.py",
-        ),
+        tests=("tb/test_model.py", "tb/test_engine.py"),
     ),
     Mutant(
         "model_queue_trailing",
@@ -145,9 +142,6 @@ STAGES = [
         "ready = max(last_tile + 1, first + bt.length + (H if H_free is None else H_free))",
         "ready = last_tile + 1",
         "small arrays",
-        tests=(
-            "tb/test_model.py",
-            "tb/test_engine.py",
-        ),
+        tests=("tb/test_model.py", "tb/test_engine.py"),
     ),
 ]

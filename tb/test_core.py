@@ -35,18 +35,19 @@ def test_core_is_bit_exact(grid, tile, split, batch):
     _check_core(grid, tile, KaleidoConfig.one_array(split=split, batch=batch))
 
 
-def _check_core(grid, tile, config: KaleidoConfig, pv_buffers: int = 2, s_buffers: int = 2) -> int:
+def _check_core(grid, tile, config: KaleidoConfig, pv_buffers: int = 2, s_buffers: int = 2, seed: int = SEED) -> int:
     """One head through the core in the Amaranth simulator: O bit-exact
-    against the tiled golden walk, cycles the model's; returns them."""
+    against the tiled golden walk, cycles the model's; returns them. A
+    core that hangs fails within twice the model's cycles."""
     split = config.split
     core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64, pv_buffers=pv_buffers, s_buffers=s_buffers)
-    Q, K, V, scales = core_head(grid, split, SEED)
-    o, cycles = simulate_core(Q, K, V, grid, scales, config, core)
+    Q, K, V, scales = core_head(grid, split, seed)
+    model = core_cycles(Q, K, V, grid, config, core, scales=scales)
+    o, cycles = simulate_core(Q, K, V, grid, scales, config, core, limit=2 * model)
     ref = core_reference(Q, K, V, grid, scales, config, core)
     label = "" if config.sub_arrays is None else f" {config.sub_arrays}"
-    assert np.array_equal(o, ref), f"seed {SEED}{label}: {(o != ref).sum()} of {o.size} outputs differ"
-    model = core_cycles(Q, K, V, grid, config, core, scales=scales)
-    assert cycles == model, f"seed {SEED}{label}: the core took {cycles} cycles, the model says {model}"
+    assert np.array_equal(o, ref), f"seed {seed}{label}: {(o != ref).sum()} of {o.size} outputs differ"
+    assert cycles == model, f"seed {seed}{label}: the core took {cycles} cycles, the model says {model}"
     return model
 
 
@@ -82,20 +83,12 @@ def test_core_feed_waits_for_the_previous_s_tile():
     """FEED waits for the previous pass-2 tile's S to be all read
     (``v_ready`` low), not only for its P (``fill_idle``): on (2, 4, 6),
     tile (2, 2, 4), seed 1 (the smallest head found where it binds), the
-    second query box's tiles end in padding rows that are still being read
-    when their last P is in. Starting the next key box's V early sets
-    ``v_ready`` before the padding's last word clears it, and the S tile
-    behind that V never passes the gate (no finish in 20,000 cycles). O bit-exact, cycles the model's (its
-    ``v_end`` term), and a hang fails within twice the model's cycles."""
-    grid, tile, split = (2, 4, 6), (2, 2, 4), (4, 4, 4)
-    config = KaleidoConfig.one_array(split=split, batch=4)
-    core = CoreConfig(tile=tile, port_bytes=4, mem_latency=3, max_tokens=64)
-    Q, K, V, scales = core_head(grid, split, 1)
-    model = core_cycles(Q, K, V, grid, config, core, scales=scales)
-    o, cycles = simulate_core(Q, K, V, grid, scales, config, core, limit=2 * model)
-    ref = core_reference(Q, K, V, grid, scales, config, core)
-    assert np.array_equal(o, ref), f"{(o != ref).sum()} of {o.size} outputs differ"
-    assert cycles == model, f"the core took {cycles} cycles, the model says {model}"
+    second query box's tiles end in padding rows that are still being
+    read when their last P is in. Starting the next key box's V early
+    sets ``v_ready`` before the padding's last word clears it, and the S
+    tile behind that V never passes the gate (no finish in 20,000
+    cycles). O bit-exact, cycles the model's (its ``v_end`` term)."""
+    _check_core((2, 4, 6), (2, 2, 4), KaleidoConfig.one_array(split=(4, 4, 4), batch=4), seed=1)
 
 
 @pytest.mark.parametrize("sub", [(1, 1), (2, 2)])
