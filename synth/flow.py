@@ -53,6 +53,8 @@ from ..hdl.emit import DESIGNS
 from .chip import chip_estimate, chip_table
 from .core import CORE_VARIANTS, DEFAULT_CORES, DEFAULT_FLATTEN, CoreRun, core_report, core_table
 from .hier import Cache, cache_key
+from .memories import MACRO_MIN_WORDS, macro_synth
+from .parts import parts
 from .tools import (
     LOGIC_STEPS,
     ToolError,
@@ -174,26 +176,45 @@ def _factory(design: str) -> Callable[[KaleidoConfig], wiring.Component]:
     return LOCAL_DESIGNS.get(design) or DESIGNS[design]
 
 
-def _logic_flows(work: str, top: str) -> dict:
-    """Generic/CMOS (``synth -flatten``) and iCE40 figures of ``design.v``
-    in ``work``."""
-    yosys = tool_path("yosys")
+def _generic_flow(work: str, top: str, macros: bool) -> dict:
+    """Cells, flip-flops, transistors and gate depth of ``design.v`` in
+    ``work`` (``synth -flatten``); with ``macros`` its buffers as SRAM macros
+    (:func:`~kaleido.synth.memories.macro_synth`, as in the cores) and
+    listed under ``buffers``."""
+    if macros:
+        got = macro_synth(work, "design.v", top, MACRO_MIN_WORDS, flatten=True)
+        got["buffer_bits"] = sum(b["bits"] for b in got["buffers"].values())
+        return got
     script = f"{read_commands('design.v', top)} synth -flatten -top {top}; delete t:$scopeinfo; {LOGIC_STEPS}"
-    run_tool([yosys, "-p", script], work, "generic.log")
+    run_tool([tool_path("yosys"), "-p", script], work, "generic.log")
     cells, transistors, gate_depth = logic_stats(work, top)
-    script = f"{read_commands('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; "
-    run_tool([yosys, "-p", script + "tee -o ice40_stat.json stat -json"], work, "ice40.log")
-    ice = parse_stat_json(open(os.path.join(work, "ice40_stat.json")).read(), top)
     return {
         "cells": sum(cells.values()),
         "flip_flops": flip_flop_count(cells),
         "transistors": transistors,
-        "luts": ice.get("SB_LUT4", 0),
-        "carries": ice.get("SB_CARRY", 0),
-        "ice40_flip_flops": sum(n for t, n in ice.items() if t.startswith("SB_DFF")),
         "gate_depth": gate_depth,
+    }
+
+
+def _logic_flows(work: str, top: str, ice40: bool = True, macros: bool = False) -> dict:
+    """:func:`_generic_flow` and, with ``ice40``, iCE40 figures of
+    ``design.v`` in ``work`` (``None`` without)."""
+    yosys = tool_path("yosys")
+    t0 = time.time()
+    generic = _generic_flow(work, top, macros)
+    t1 = time.time()
+    ice: dict | None = None
+    if ice40:
+        script = f"{read_commands('design.v', top)} synth_ice40 -top {top}; delete t:$scopeinfo; "
+        run_tool([yosys, "-p", script + "tee -o ice40_stat.json stat -json"], work, "ice40.log")
+        ice = parse_stat_json(open(os.path.join(work, "ice40_stat.json")).read(), top)
+    return generic | {
+        "luts": None if ice is None else ice.get("SB_LUT4", 0),
+        "carries": None if ice is None else ice.get("SB_CARRY", 0),
+        "ice40_flip_flops": None if ice is None else sum(n for t, n in ice.items() if t.startswith("SB_DFF")),
         "fmax_mhz": None,
         "critical_path": None,
+        "seconds": {"generic": round(t1 - t0, 1), "ice40": round(time.time() - t1, 1)},
     }
 
 
@@ -201,51 +222,124 @@ def _logic_flows(work: str, top: str) -> dict:
 NEXTPNR_ARGS = ("--85k", "--json", "wrapped.json", "--out-of-context", "--freq", "400", "--timing-allow-fail")
 
 
-def _fmax_flow(work: str, wrapped: wiring.Component) -> dict:
-    """ECP5 Fmax and critical path of ``wrapped`` (:class:`RegisteredIO`)."""
+def _fmax_flow(work: str, wrapped: wiring.Component | str) -> dict:
+    """ECP5 Fmax and critical path of ``wrapped`` (:class:`RegisteredIO`, or
+    Verilog text whose top is ``wrapped``)."""
     with open(os.path.join(work, "wrapped.v"), "w") as f:
-        f.write(verilog.convert(wrapped, name="wrapped", emit_src=False))
+        f.write(wrapped if isinstance(wrapped, str) else verilog.convert(wrapped, name="wrapped", emit_src=False))
+    t0 = time.time()
     script = f"{read_commands('wrapped.v', 'wrapped')} synth_ecp5 -top wrapped -json wrapped.json"
     run_tool([tool_path("yosys"), "-p", script], work, "ecp5.log")
+    t1 = time.time()
     log = run_tool([tool_path("nextpnr-ecp5"), *NEXTPNR_ARGS, "--seed", "1"], work, "nextpnr.log")
-    return {"fmax_mhz": parse_fmax(log), "critical_path": parse_critical_path(log)}
+    seconds = {"ecp5": round(t1 - t0, 1), "nextpnr": round(time.time() - t1, 1)}
+    return {"fmax_mhz": parse_fmax(log), "critical_path": parse_critical_path(log), "seconds": seconds}
 
 
 def synth_design(
-    name: str, design: str, config: KaleidoConfig, root: str = "build/synth", fmax: bool = True, text: str | None = None
+    name: str,
+    design: str,
+    config: KaleidoConfig,
+    root: str = "build/synth",
+    fmax: bool = True,
+    text: str | None = None,
+    by_parts: bool = False,
+    ice40: bool = True,
+    macros: bool = False,
 ) -> dict:
     """The whole flow for one design (``synth -flatten``; module
     docstring); returns its report entry. ``text``: its Verilog when
-    already emitted."""
+    already emitted; ``by_parts``: Fmax by parts (:func:`_fmax_by_parts`);
+    ``ice40``: the iCE40 figures too; ``macros``: its buffers as SRAM
+    macros (:func:`_generic_flow`)."""
     work = work_dir(root, name)
     if text is None:
         text = verilog.convert(_factory(design)(config), name=design, emit_src=False)
     with open(os.path.join(work, "design.v"), "w") as f:
         f.write(text)
-    entry = _logic_flows(work, design)
+    entry = _logic_flows(work, design, ice40, macros)
+    if fmax and by_parts:
+        timing = _fmax_by_parts(work, text, Cache(os.path.join(root, "cache")))
+    elif fmax:
+        timing = _fmax_flow(work, RegisteredIO(_factory(design)(config))) | {"fmax_method": "flattened"}
     if fmax:
-        entry.update(_fmax_flow(work, RegisteredIO(_factory(design)(config))))
+        timing["seconds"] = entry["seconds"] | timing["seconds"]
+        entry.update(timing)
     return entry
 
 
+def _fmax_by_parts(work: str, text: str, cache: Cache | None = None) -> dict:
+    """The Fmax of Verilog ``text`` by parts (:func:`kaleido.synth.parts.parts`):
+    each part through :func:`_fmax_flow` in ``work/parts/<i>``, or from
+    ``cache`` (keyed by the part's module hash, so a module shared by
+    several blocks is placed and routed once). Returns the slowest part's
+    Fmax and critical path (its ``part`` named), every part's Fmax and the
+    tool seconds this run spent."""
+    found = parts(text)
+    top = found[0].name
+    tools = (PARTS_FLOW_ID, tool_version("yosys"), tool_version("nextpnr-ecp5"), " ".join(NEXTPNR_ARGS))
+    results: dict[str, dict] = {}
+    for i, part in enumerate(found):
+        name = "top" if part.name == top else part.name.lstrip("\\").removeprefix(top.lstrip("\\") + ".")
+        key = cache_key(*tools, part.hash)
+        entry = cache.get(key) if cache is not None else None
+        if entry is None:
+            sub = os.path.join(work, "parts", str(i))
+            os.makedirs(sub, exist_ok=True)
+            entry = _fmax_flow(sub, part.source)
+            if cache is not None:
+                cache.put(key, entry)
+        else:
+            entry = dict(entry, seconds={"ecp5": 0.0, "nextpnr": 0.0})
+        results[name] = entry
+    slowest = min(results, key=lambda p: results[p]["fmax_mhz"])
+    seconds = {k: round(sum(e["seconds"][k] for e in results.values()), 1) for k in ("ecp5", "nextpnr")}
+    return {
+        "fmax_mhz": results[slowest]["fmax_mhz"],
+        "critical_path": dict(results[slowest]["critical_path"] or {}, part=slowest),
+        "fmax_method": "parts",
+        "fmax_parts": {p: e["fmax_mhz"] for p, e in results.items()},
+        "seconds": seconds,
+    }
+
+
 #: what a block's cache key holds besides its Verilog: this flow's steps
-BLOCK_FLOW_ID = "block-1"
+BLOCK_FLOW_ID = "block-2"
+
+#: what a part's cache key holds besides its module hash (the stub and
+#: wrapper rules of :mod:`kaleido.synth.parts`)
+PARTS_FLOW_ID = "parts-1"
 
 
-def synth_block(name: str, root: str = "build/synth", fmax: bool = True) -> dict:
-    """Block ``name`` of :data:`REPORT_DESIGNS` through :func:`synth_design`,
-    or its cached entry (``root/cache``, keyed by the hash of its Verilog,
-    the flow and the tools). The entry has ``verilog_sha256`` and
+#: blocks with iCE40 figures (LUT4, carry), the PEs (the ``pe_luts``
+#: ratio): on a large block ``synth_ice40`` costs more than its ECP5 flow
+#: and no figure reads its LUTs
+ICE40_BLOCKS = frozenset({"baseline_pe", "baseline_pe_1stage", "kaleido_pe", "pv_pe"})
+
+#: blocks whose logic figures count their buffers as SRAM macros, as the
+#: cores do (docs/SYNTH.md): flattened into flip-flops, the P V tiles' and
+#: the O accumulator's buffers were millions of transistors of no use and
+#: most of the flow's time
+MACRO_BLOCKS = frozenset({"pv_tile", "pv_tile_pairs", "dense_pv_tile", "tile_softmax", "o_accumulator"})
+
+
+def synth_block(name: str, root: str = "build/synth", fmax: bool = True, by_parts: bool = False) -> dict:
+    """Block ``name`` of :data:`REPORT_DESIGNS` through :func:`synth_design`
+    (its Fmax on the whole flattened block, or with ``by_parts`` by parts),
+    or its cached entry (``root/cache``, keyed by the hash of its
+    Verilog, the flow and the tools). The entry has ``verilog_sha256`` and
     ``cached`` (whether it came from the cache)."""
     design = REPORT_DESIGNS[name]
     text = verilog.convert(block_design(name), name=design, emit_src=False)
     sha = hashlib.sha256(text.encode()).hexdigest()
     tools = [tool_version("yosys")] + ([tool_version("nextpnr-ecp5"), " ".join(NEXTPNR_ARGS)] if fmax else [])
-    key = cache_key(BLOCK_FLOW_ID, LOGIC_STEPS, str(fmax), *tools, sha)
+    key = cache_key(BLOCK_FLOW_ID, LOGIC_STEPS, str(fmax), str(by_parts), *tools, sha)
     cache = Cache(os.path.join(root, "cache"))
     entry = cache.get(key)
     if entry is None:
-        entry = synth_design(name, design, block_config(name), root, fmax, text)
+        entry = synth_design(
+            name, design, block_config(name), root, fmax, text, by_parts, name in ICE40_BLOCKS, name in MACRO_BLOCKS
+        )
         cache.put(key, entry)
     return dict(entry, verilog_sha256=sha, cached=cache.hits > 0)
 
@@ -258,9 +352,9 @@ def _table(report: dict) -> list:
     ]
     for name, e in d.items():
         fm = "-" if e.get("fmax_mhz") is None else f"{e['fmax_mhz']:.1f}"
+        luts, carries = ("-" if e.get(k) is None else f"{e[k]:,}" for k in ("luts", "carries"))
         lines.append(
-            f"| {name} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {e['luts']:,} | "
-            f"{e['carries']:,} | {fm} |"
+            f"| {name} | {e['cells']:,} | {e['flip_flops']:,} | {e['transistors']:,} | {luts} | {carries} | {fm} |"
         )
     return lines
 
@@ -398,6 +492,7 @@ def run_flow(
     progress: Callable[[str], None] = print,
     cores: tuple = (),
     flatten: tuple = (),
+    by_parts: bool = False,
 ) -> dict:
     """Every block of ``names`` through :func:`synth_block` and every core of
     ``cores`` (keys of :data:`~kaleido.synth.core.CORE_VARIANTS`)
@@ -405,16 +500,19 @@ def run_flow(
     ``flatten`` flattened) into ``report["core"]``, all on ``jobs``
     processes and cached in ``root/cache``. A design that fails is recorded
     under ``failures`` (tool, version, exit code, log and its tail) and the
-    others still complete."""
+    others still complete. ``by_parts``: every block's Fmax by parts
+    (:func:`_fmax_by_parts`, an upper bound), not on the whole flattened
+    block (``report["fmax_method"]`` says which)."""
     t0, cpu0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
     report: dict = {"provenance": provenance(), "designs": {}, "failures": {}}
+    report["fmax_method"] = "parts" if by_parts else "flattened"
     report["tools"] = {t: report["provenance"]["tools"][t] for t in ("yosys", "nextpnr-ecp5")}
     cache = Cache(os.path.join(root, "cache"))
     with futures.ProcessPoolExecutor(jobs) as pool:
         core_run = CoreRun(cores, root, pool, cache, flatten) if cores or flatten else None
         if core_run is not None:
             core_run.submit()  # the elaborations, then every module largest first; the blocks fill in
-        pending = {n: pool.submit(synth_block, n, root, fmax) for n in names}
+        pending = {n: pool.submit(synth_block, n, root, fmax, by_parts) for n in names}
         count = _collect_blocks(pending, report, progress, t0)
         if core_run is not None:
             done = core_run.collect(progress)
@@ -485,6 +583,12 @@ def _parse(argv: list | None) -> argparse.Namespace:
     ap.add_argument("--designs", default=",".join(REPORT_DESIGNS))
     ap.add_argument("--no-fmax", action="store_true")
     ap.add_argument(
+        "--fmax-parts",
+        action="store_true",
+        help="each block's Fmax by parts, each distinct module placed and routed once (minutes, an upper bound: "
+        "a path across a module boundary is cut; docs/SYNTH.md), not on the whole flattened block (over an hour)",
+    )
+    ap.add_argument(
         "--cores",
         default=None,
         help="the whole cores to synthesize beside the blocks, hierarchically (comma-separated of "
@@ -537,12 +641,14 @@ def _print_failures(report: dict, designs: int) -> None:
 
 
 def _complete(report: dict, args: argparse.Namespace) -> bool:
-    """Whether the run measured every block and every core with Fmax and
-    none failed: only such a report replaces the committed snapshot."""
+    """Whether the run measured every block and every core with Fmax on the
+    flattened blocks and none failed: only such a report replaces the
+    committed snapshot."""
     cores = set(args.cores) | set(args.flatten)
     return (
         not report["failures"]
         and not args.no_fmax
+        and not args.fmax_parts
         and set(args.names) == set(REPORT_DESIGNS)
         and cores == set(DEFAULT_CORES)
     )
@@ -554,7 +660,13 @@ def main(argv: list | None = None) -> int:
     args = _parse(argv)
     os.makedirs(args.root, exist_ok=True)
     report = run_flow(
-        args.names, args.root, fmax=not args.no_fmax, jobs=args.jobs, cores=args.cores, flatten=args.flatten
+        args.names,
+        args.root,
+        fmax=not args.no_fmax,
+        jobs=args.jobs,
+        cores=args.cores,
+        flatten=args.flatten,
+        by_parts=args.fmax_parts,
     )
     with open(os.path.join(args.root, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
