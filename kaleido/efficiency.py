@@ -123,7 +123,7 @@ def load_synth(path: str | os.PathLike | None = None) -> SynthFigures:
     provenance = report.get("provenance")
     stale, why = _staleness(provenance)
     if report.get("fmax_method") == "parts":
-        why += "; Fmax by parts, an upper bound (docs/SYNTH.md)"
+        why += "; Fmax by parts, an estimate (docs/SYNTH.md)"
     source = {
         "report": os.path.relpath(found),
         "git_commit": (provenance or {}).get("git_commit"),

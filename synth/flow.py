@@ -501,7 +501,7 @@ def run_flow(
     processes and cached in ``root/cache``. A design that fails is recorded
     under ``failures`` (tool, version, exit code, log and its tail) and the
     others still complete. ``by_parts``: every block's Fmax by parts
-    (:func:`_fmax_by_parts`, an upper bound), not on the whole flattened
+    (:func:`_fmax_by_parts`, an estimate), not on the whole flattened
     block (``report["fmax_method"]`` says which)."""
     t0, cpu0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
     report: dict = {"provenance": provenance(), "designs": {}, "failures": {}}
@@ -585,7 +585,7 @@ def _parse(argv: list | None) -> argparse.Namespace:
     ap.add_argument(
         "--fmax-parts",
         action="store_true",
-        help="each block's Fmax by parts, each distinct module placed and routed once (minutes, an upper bound: "
+        help="each block's Fmax by parts, each distinct module placed and routed once (faster; an estimate: "
         "a path across a module boundary is cut; docs/SYNTH.md), not on the whole flattened block (over an hour)",
     )
     ap.add_argument(

@@ -9,9 +9,10 @@ module shared by several blocks is placed and routed once.
 
 This is the hierarchical flow's assumption applied to timing: a path that
 crosses a module boundary without a register is cut there (each side ends
-or starts at a register), so the figure is an upper bound of the
-flattened one; the gap on the block it is used for is measured and
-stated in docs/SYNTH.md. It works on Amaranth's Verilog as
+or starts at a register), and a small part places more compactly than the
+same module in a large block, so the figure is an estimate, not the
+flattened one; the gap on every block is measured and stated in
+docs/SYNTH.md. It works on Amaranth's Verilog as
 :func:`kaleido.synth.hier.split_modules` reads it.
 """
 

@@ -211,11 +211,11 @@ def test_report_with_uncommitted_changes_is_unverified(tmp_path):
 
 
 def test_a_report_with_fmax_by_parts_says_so(tmp_path):
-    """A `make synth --fmax-parts` report (an upper bound) is named as such
+    """A `make synth --fmax-parts` report (an estimate) is named as such
     in the efficiency figures' source, and in the summary line."""
     path = tmp_path / "report.json"
     path.write_text(json.dumps(_report({"git_commit": _head(), "git_dirty": False}) | {"fmax_method": "parts"}))
-    assert "Fmax by parts, an upper bound" in load_synth(path).source["why"]
+    assert "Fmax by parts, an estimate" in load_synth(path).source["why"]
     assert "Fmax by parts" in summary_line(efficiency("paper", 1.2, None, load_synth(path)))
     path.write_text(json.dumps(_report({"git_commit": _head(), "git_dirty": False}) | {"fmax_method": "flattened"}))
     assert "parts" not in load_synth(path).source["why"]

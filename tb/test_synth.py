@@ -279,6 +279,7 @@ def test_synth_bench_times_a_cold_run_in_its_own_build_dir(tmp_path):
         ([], {}, True),  # every block and core, none failed: the snapshot is replaced
         ([], {"matcher": {"error": "boom", "tail": []}}, False),  # a design failed
         (["--no-fmax"], {}, False),  # no Fmax: the efficiency figures need it
+        (["--fmax-parts"], {}, False),  # Fmax by parts: an estimate, not the reference
         (["--designs", "kaleido_pe"], {}, False),  # some blocks only
         (["--cores", "default"], {}, False),  # some cores only
     ],
@@ -307,3 +308,10 @@ def test_only_a_complete_run_replaces_the_snapshot(tmp_path, monkeypatch, extra,
     assert snap.exists() == written, (extra, failures)
     if written:
         assert json.loads(snap.read_text()) == json.load(open(tmp_path / "build" / "report.json"))
+
+
+def test_synth_bench_names_an_unknown_mode():
+    from kaleido.bench.synth import main
+
+    with pytest.raises(SystemExit, match="unknown mode 'fast'"):
+        main(["--modes", "parts,fast", "--root", "build/test_synth/bench_modes"])

@@ -1,0 +1,49 @@
+"""How far each block's Fmax by parts is from its Fmax placed and routed
+whole (docs/SYNTH.md "Fmax by parts"): two `make synth` reports, one run
+with ``--fmax-parts``, as a markdown table, with each core's clock (its
+slowest block) both ways.
+
+``python scripts/fmax_parts_gap.py PARTS_REPORT [FLATTENED_REPORT]``
+(default flattened report: docs/report/synth_report.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from kaleido.efficiency import CORE_BLOCKS
+
+
+def _fmax(report: dict) -> dict[str, float]:
+    return {n: e["fmax_mhz"] for n, e in report.get("designs", {}).items() if e.get("fmax_mhz")}
+
+
+def gap_table(parts: dict, flat: dict) -> list[str]:
+    """Markdown rows: every block with both Fmax, then every core's clock."""
+    fp, ff = _fmax(parts), _fmax(flat)
+    lines = ["| block | flattened (MHz) | by parts (MHz) | by parts / flattened | slowest part |"]
+    lines.append("|---|---|---|---|---|")
+    for name in (n for n in ff if n in fp):
+        part = (parts["designs"][name].get("critical_path") or {}).get("part", "-")
+        lines.append(f"| {name} | {ff[name]:.1f} | {fp[name]:.1f} | {fp[name] / ff[name]:.3f} | {part} |")
+    lines += ["", "| core clock | flattened (MHz) | by parts (MHz) |", "|---|---|---|"]
+    for core, blocks in CORE_BLOCKS.items():
+        if all(b in fp and b in ff for b in blocks):
+            slow_f, slow_p = min(blocks, key=ff.__getitem__), min(blocks, key=fp.__getitem__)
+            lines.append(f"| {core} | {ff[slow_f]:.1f} ({slow_f}) | {fp[slow_p]:.1f} ({slow_p}) |")
+    return lines
+
+
+def main(argv: list | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("parts")
+    ap.add_argument("flattened", nargs="?", default="docs/report/synth_report.json")
+    args = ap.parse_args(argv)
+    with open(args.parts) as f, open(args.flattened) as g:
+        print("\n".join(gap_table(json.load(f), json.load(g))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
