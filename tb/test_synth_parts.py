@@ -17,8 +17,7 @@ from amaranth.lib.wiring import In, Out
 from kaleido.synth import flow
 from kaleido.synth.hier import Cache, split_modules
 from kaleido.synth.parts import SINK_FAN_IN, parts, ports, register_stub, wrapper
-from kaleido.tb.synth_util import workdir
-from kaleido.tb.test_synth_core import Leaf, TwoLeaves
+from kaleido.tb.synth_util import Leaf, TwoLeaves, TwoMemories, workdir
 
 
 class SameInputs(wiring.Component):
@@ -154,8 +153,6 @@ def test_a_macro_block_counts_its_buffer_as_a_macro_and_a_plain_one_as_flip_flop
     """``MACRO_BLOCKS``' flow (``macros``): the 64-word buffer is a macro,
     out of the flip-flops; without it the whole memory is flip-flops. Without
     ``ice40`` the iCE40 figures are absent, and the table shows them as -."""
-    from kaleido.tb.test_synth_core import TwoMemories
-
     text = verilog.convert(TwoMemories(), name="two", emit_src=False)
     got = {}
     for macros in (True, False):
