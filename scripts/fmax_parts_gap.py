@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kaleido.efficiency import CORE_BLOCKS
+from kaleido.efficiency import CORE_BLOCKS, SynthFigures, core_clock
 
 
 def _fmax(report: dict) -> dict[str, float]:
@@ -28,10 +28,11 @@ def gap_table(parts: dict, flat: dict) -> list[str]:
         part = (parts["designs"][name].get("critical_path") or {}).get("part", "-")
         lines.append(f"| {name} | {ff[name]:.1f} | {fp[name]:.1f} | {fp[name] / ff[name]:.3f} | {part} |")
     lines += ["", "| core clock | flattened (MHz) | by parts (MHz) |", "|---|---|---|"]
+    figures = [SynthFigures(r.get("designs", {}), {}, {"report": n}) for r, n in ((flat, "flat"), (parts, "parts"))]
     for core, blocks in CORE_BLOCKS.items():
         if all(b in fp and b in ff for b in blocks):
-            slow_f, slow_p = min(blocks, key=ff.__getitem__), min(blocks, key=fp.__getitem__)
-            lines.append(f"| {core} | {ff[slow_f]:.1f} ({slow_f}) | {fp[slow_p]:.1f} ({slow_p}) |")
+            f, p = (core_clock(core, s) for s in figures)
+            lines.append(f"| {core} | {f['mhz']:.1f} ({f['limited_by']}) | {p['mhz']:.1f} ({p['limited_by']}) |")
     return lines
 
 

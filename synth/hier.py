@@ -37,6 +37,7 @@ __all__ = [
     "instance_counts",
     "top_module",
     "module_source",
+    "interface",
     "Cache",
     "synth_module",
     "sum_hierarchy",
@@ -163,13 +164,17 @@ def instance_counts(mods: dict[str, VModule], top: str) -> dict[str, int]:
 TOP = "kaleido_top"
 
 
+def interface(mod: VModule) -> list[str]:
+    """``mod``'s header and port declarations: a stub's start."""
+    return [mod.lines[0], *[x for x in mod.lines[1:] if _PORT.match(x)]]
+
+
 def module_source(mods: dict[str, VModule], name: str) -> str:
     """Verilog of module ``name`` renamed :data:`TOP`, with each module it
     instantiates as a black-box stub (its header and port declarations)."""
     out = []
     for child in dict.fromkeys(mods[name].children):
-        lines = mods[child].lines
-        out += ["(* blackbox *)", lines[0], *[x for x in lines[1:] if _PORT.match(x)], "endmodule", ""]
+        out += ["(* blackbox *)", *interface(mods[child]), "endmodule", ""]
     own = mods[name].lines
     out += [f"module {TOP} " + own[0][len("module ") + len(name) :].lstrip(), *own[1:], ""]
     return "\n".join(out)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .hier import VModule, module_hashes, split_modules, top_module
+from .hier import VModule, interface, module_hashes, split_modules, top_module
 
 __all__ = ["SINK_FAN_IN", "Port", "Part", "ports", "wrapper", "register_stub", "parts", "WRAPPER"]
 
@@ -102,7 +102,7 @@ def register_stub(mod: VModule) -> list[str]:
     outs = [p for p in ps if p.direction == "output"]
     bits = sum(p.width for p in ins)
     width = -(-bits // SINK_FAN_IN)
-    lines = [mod.lines[0], *[x for x in mod.lines[1:] if _DECL.match(x)]]
+    lines = interface(mod)
     if width:
         data = "{" + ", ".join(p.name for p in reversed(ins)) + "}"
         lines += [f"  wire {_range(bits)}data = {data};", f"  (* keep *) reg {_range(width)}sink;"]

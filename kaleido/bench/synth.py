@@ -65,7 +65,8 @@ def main(argv: list | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown mode {unknown[0]!r}; known: {', '.join(MODES)}")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result: dict = {"goal_seconds": GOAL_SECONDS, "jobs": args.jobs, "cpus": os.cpu_count(), "git_commit": commit}
+    result: dict = {"goal_seconds": GOAL_SECONDS, "jobs": args.jobs, "cpus": os.cpu_count()}
+    result["git_commit"] = commit or None
     for mode in modes:
         root = os.path.join(args.root, mode)
         shutil.rmtree(root, ignore_errors=True)
