@@ -33,6 +33,7 @@ from .accumulation_buffer import pass_tokens_layout
 from .array import KaleidoArray
 from .dispatcher import PassDispatcher, pass_layout
 from .layouts import tile_layout
+from .qk_pe import QkPE
 
 __all__ = ["ArraySet"]
 
@@ -102,7 +103,7 @@ class ArraySet(wiring.Component):
         freeze = EnableInserter(~self.hold)
         dispatchers = []
         for a in range(A):
-            disp, array = PassDispatcher(sub), KaleidoArray(sub)
+            disp, array = PassDispatcher(sub), KaleidoArray(sub, pe=QkPE)
             m.submodules[f"dispatcher{a}" if A > 1 else "dispatcher"] = freeze(disp)
             m.submodules[f"array{a}" if A > 1 else "array"] = array
             wiring.connect(m, disp.beats, array.slots)

@@ -1,4 +1,5 @@
-"""Pass dispatcher feeding the Kaleido array: passes in, tiles out."""
+"""Pass dispatcher feeding the Kaleido array (of :class:`~kaleido.hdl.qk_pe.QkPE`,
+as the core builds it): passes in, tiles out."""
 
 from amaranth import Module
 from amaranth.lib import stream, wiring
@@ -9,12 +10,13 @@ from ._common import as_config
 from .array import KaleidoArray
 from .dispatcher import PassDispatcher, pass_layout
 from .layouts import tile_layout
+from .qk_pe import QkPE
 
 __all__ = ["DispatchedArray"]
 
 
 class DispatchedArray(wiring.Component):
-    """:class:`PassDispatcher` -> :class:`KaleidoArray`. ``passes`` is a
+    """:class:`PassDispatcher` -> :class:`KaleidoArray` of :class:`QkPE`. ``passes`` is a
     stream of pass operands (``pass_layout``); ``hold`` stalls the array
     (and so the dispatcher, through ``ready``); ``tiles`` as the array's.
     Cycle count: the cycle model with ``dispatcher=True``."""
@@ -35,7 +37,7 @@ class DispatchedArray(wiring.Component):
         m = Module()
         cfg = self._config
         m.submodules.dispatcher = disp = PassDispatcher(cfg)
-        m.submodules.array = array = KaleidoArray(cfg)
+        m.submodules.array = array = KaleidoArray(cfg, pe=QkPE)
         wiring.connect(m, wiring.flipped(self.passes), disp.passes)
         wiring.connect(m, disp.beats, array.slots)
         m.d.comb += array.hold.eq(self.hold)

@@ -27,6 +27,7 @@ from .pv_array import PvArray
 from .pv_dispatcher import PvDispatcher
 from .pv_pe import PvPE
 from .pv_tile import PvTile
+from .qk_pe import QkPE
 from .scheduler import Scheduler
 from .softmax import OutputScaler, SoftmaxUnit, TileSoftmax
 from .window_detector import WindowDetector
@@ -38,6 +39,8 @@ DESIGNS: dict[str, Callable[..., wiring.Component]] = {
     "kaleido_pe": KaleidoPE,
     "pv_pe": PvPE,  # the P V array's PE
     "kaleido_array": KaleidoArray,
+    "qk_pe": QkPE,  # the Q K^T arrays' PE (the core's; kaleido_pe has both modes)
+    "qk_array": lambda cfg: KaleidoArray(cfg, pe=QkPE),  # the core's Q K^T array
     "mac_pe": lambda cfg: MacPE(cfg.acc_width),
     "mac_pe_1stage": lambda cfg: MacPE(cfg.acc_width, product_register=False),
     "dense_array": DenseArray,

@@ -121,6 +121,17 @@ class KaleidoPE(PEPorts):
                 m.d.comb += op.eq(row.s)
         return op
 
+    @staticmethod
+    def _nibbles(m: Module, col, dual) -> tuple[Signal, Signal]:
+        """The multipliers' nibble ports: A the unsigned lo(k), B the signed
+        k[7:4] in FULL8, unsigned in DUAL_LO."""
+        nib_a, nib = Signal(signed(5)), Signal(signed(5))
+        m.d.comb += [
+            nib_a.eq(Cat(col.k[0:4], Const(0, 1)).as_signed()),
+            nib.eq(Mux(dual, Cat(col.k[4:8], Const(0, 1)), Cat(col.k[4:8], col.k[7])).as_signed()),
+        ]
+        return nib_a, nib
+
     def elaborate(self, platform):
         m = Module()
         w = self._operands(m)
@@ -156,12 +167,7 @@ class KaleidoPE(PEPorts):
         ]
 
         a_op, b_op = self._operand(m, sel_a, row, "a_op"), self._operand(m, sel_b, row, "b_op")
-        # multiplier A's nibble port: the unsigned lo(k)
-        nib_a = Signal(signed(5))
-        m.d.comb += nib_a.eq(Cat(col.k[0:4], Const(0, 1)).as_signed())
-        # multiplier B's: signed k[7:4] in FULL8, unsigned in DUAL_LO
-        nib = Signal(signed(5))
-        m.d.comb += nib.eq(Mux(dual, Cat(col.k[4:8], Const(0, 1)), Cat(col.k[4:8], col.k[7])).as_signed())
+        nib_a, nib = self._nibbles(m, col, dual)
         return SimpleNamespace(dual=dual, pv=pv, a_op=a_op, b_op=b_op, nib_a=nib_a, nib=nib)
 
     def _pair_operands(self, m: Module, w: SimpleNamespace) -> None:

@@ -79,9 +79,9 @@ EVENTS = (
 
 DEFAULT_TABLE = pathlib.Path(__file__).resolve().parent / "data" / "energy_45nm.toml"
 
-#: bits a PE forwards per beat: the Q K^T array's Kaleido PE ROW (2 x 8 + 2 x 2) + COL (8 + 2 x 2) + CTL (6)
-#: (the P V pre-add ``s`` and the pairs' ``kb`` are never driven there); dense a, b, slot, last
-KALEIDO_FORWARD_BITS = 20 + 12 + 6
+#: bits a PE forwards per beat: the Q K^T arrays' PE (hdl/qk_pe.py) ROW (2 x 8 + 2 x 2) + COL (8 + 2 x 2)
+#: + CTL (5: not ``pv``; nor the P V pre-add ``s`` or the pairs' ``kb``); dense a, b, slot, last
+KALEIDO_FORWARD_BITS = 20 + 12 + 5
 DENSE_FORWARD_BITS = 8 + 8 + 2
 #: the P V array's PE (hdl/pv_pe.py) forwards, and its edge beat register holds per row, column and
 #: beat: ROW r0, r1, s (8 + 8 + 9), COL k, k0 (8 + 2) and, paired, k1, kb (2 + 8), CTL (6)

@@ -25,6 +25,8 @@ from amaranth.back import verilog
 from kaleido.config import KaleidoConfig
 from kaleido.hdl.baseline import MacPE
 from kaleido.hdl.pe import KaleidoPE
+from kaleido.hdl.pv_pe import PvPE
+from kaleido.hdl.qk_pe import QkPE
 from kaleido.synth.flow import RegisteredIO, tool_path
 
 ROOT = pathlib.Path("build/pe_cost")
@@ -44,6 +46,9 @@ def variants() -> dict:
         "kaleido_one_array": lambda: KaleidoPE(KaleidoConfig.one_array()),
         "kaleido_paper": lambda: KaleidoPE(KaleidoConfig.paper()),
         "kaleido_3acc_pairs": lambda: KaleidoPE(default.replace(accumulators=3)),
+        "qk_default": lambda: QkPE(default),
+        "qk_paper": lambda: QkPE(KaleidoConfig.paper()),
+        "pv_default": lambda: PvPE(default),
     }
 
 

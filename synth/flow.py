@@ -103,10 +103,10 @@ __all__ = [
 REPORT_DESIGNS = {
     "baseline_pe": "mac_pe",
     "baseline_pe_1stage": "mac_pe_1stage",
-    "kaleido_pe": "kaleido_pe",
+    "kaleido_pe": "qk_pe",  # as the core builds it: Q K^T beats only (hdl/qk_pe.py)
     "pv_pe": "pv_pe",
     "baseline_array": "dense_array",
-    "kaleido_array": "kaleido_array",
+    "kaleido_array": "qk_array",  # the core's Q K^T array, of QkPE
     "detector": "detector",
     "window_detector": "window_detector",
     "scheduler": "scheduler",

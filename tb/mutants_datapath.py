@@ -16,6 +16,15 @@ DATAPATH = [
         "Cat(col.k[4:8], Const(0, 1))).as_signed())",
         "PE shift",
     ),
+    # the Q K^T arrays' PE (hdl/qk_pe.py): multiplier B's operand in DUAL_LO
+    Mutant(
+        "qk_pe_m1",
+        "hdl/qk_pe.py",
+        "b_op.eq(Mux(dual, row.r1, row.r0))",
+        "b_op.eq(Mux(dual, row.r0, row.r0))",
+        "PE decode",
+        tests=("tb/test_qk_pe.py",),
+    ),
     # the P V array's PE (hdl/pv_pe.py): shift, drain, forwarding of the paired beat's second V
     Mutant(
         "pv_pe_shift",
