@@ -17,6 +17,7 @@ from kaleido import KaleidoConfig
 from kaleido.encoding import Phase, PvSelect, SlotKind
 from kaleido.hdl.pe import KaleidoPE
 from kaleido.hdl.pv_pe import PvPE
+from kaleido.tb.pe_pair import differences
 
 CYCLES = 3000
 
@@ -38,43 +39,28 @@ def _beat(rng, pairs: bool) -> dict:
     }
 
 
+def _drive(ctx, pe, b: dict) -> None:
+    ctx.set(pe.ctl_in.slot, b["slot"])
+    ctx.set(pe.ctl_in.last, b["last"])
+    ctx.set(pe.ctl_in.kind, b["kind"])
+    ctx.set(pe.ctl_in.phase, Phase.T3)
+    ctx.set(pe.ctl_in.pv, 1)
+    for f in ("r0", "r1", "s"):
+        ctx.set(getattr(pe.row_in, f), b[f])
+    for f in ("k", "kb", "k0", "k1"):
+        ctx.set(getattr(pe.col_in, f), b[f])
+
+
 def _run(cfg: KaleidoConfig, seed: int) -> list[tuple]:
     """Drive both PEs; return the cycles where they differ (cycle, what, generic, pv)."""
-    m = Module()
-    m.submodules.ref = ref = KaleidoPE(cfg)
-    m.submodules.pv = pv = PvPE(cfg)
+    ref, pv = KaleidoPE(cfg), PvPE(cfg)
     rng = np.random.default_rng(seed)
-    diffs: list[tuple] = []
     fields = [("row_out", f) for f in ("r0", "r1", "s")] + [("col_out", f) for f in ("k", "k0")]
     if cfg.pv_pairs:
         fields += [("col_out", "k1"), ("col_out", "kb")]
     compared = [("tile", ref.tile, pv.tile), ("ctl", ref.ctl_out, pv.ctl_out)]
     compared += [(f"{port}.{f}", getattr(getattr(ref, port), f), getattr(getattr(pv, port), f)) for port, f in fields]
-
-    async def bench(ctx):
-        for cycle in range(CYCLES):
-            b = _beat(rng, cfg.pv_pairs)
-            for pe in (ref, pv):
-                ctx.set(pe.ctl_in.slot, b["slot"])
-                ctx.set(pe.ctl_in.last, b["last"])
-                ctx.set(pe.ctl_in.kind, b["kind"])
-                ctx.set(pe.ctl_in.phase, Phase.T3)
-                ctx.set(pe.ctl_in.pv, 1)
-                for f in ("r0", "r1", "s"):
-                    ctx.set(getattr(pe.row_in, f), b[f])
-                for f in ("k", "kb", "k0", "k1"):
-                    ctx.set(getattr(pe.col_in, f), b[f])
-            await ctx.tick()
-            for what, a, b_ in compared:
-                va, vb = ctx.get(a), ctx.get(b_)
-                if va != vb:
-                    diffs.append((cycle, what, va, vb))
-
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    return diffs
+    return differences(ref, pv, [_beat(rng, cfg.pv_pairs) for _ in range(CYCLES)], _drive, compared)
 
 
 @pytest.mark.parametrize("design", ["one_array", "default"])

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth import Module
-from amaranth.sim import Simulator
 
 from kaleido import KaleidoConfig
 from kaleido.encoding import Phase, SlotKind
 from kaleido.hdl.pe import KaleidoPE
 from kaleido.hdl.qk_pe import QkPE
+from kaleido.tb.pe_pair import differences
 
 CYCLES = 3000
 
@@ -42,40 +41,25 @@ def _beat(rng) -> dict:
     }
 
 
+def _drive(ctx, pe, b: dict) -> None:
+    for f in CTL_FIELDS:
+        ctx.set(getattr(pe.ctl_in, f), b[f])
+    ctx.set(pe.ctl_in.pv, 0)
+    for f in ROW_FIELDS:
+        ctx.set(getattr(pe.row_in, f), b[f])
+    for f in COL_FIELDS:
+        ctx.set(getattr(pe.col_in, f), b[f])
+
+
 def _run(cfg: KaleidoConfig, seed: int, pe: type = QkPE) -> list[tuple]:
     """Drive the Kaleido PE and ``pe``; return the cycles where they differ
     (cycle, what, Kaleido PE's, ``pe``'s)."""
-    m = Module()
-    m.submodules.ref = ref = KaleidoPE(cfg)
-    m.submodules.dut = dut = pe(cfg)
+    ref, dut = KaleidoPE(cfg), pe(cfg)
     rng = np.random.default_rng(seed)
-    diffs: list[tuple] = []
     compared = [("tile", ref.tile, dut.tile)]
     for port, fields in (("row_out", ROW_FIELDS), ("col_out", COL_FIELDS), ("ctl_out", CTL_FIELDS)):
         compared += [(f"{port}.{f}", getattr(getattr(ref, port), f), getattr(getattr(dut, port), f)) for f in fields]
-
-    async def bench(ctx):
-        for cycle in range(CYCLES):
-            b = _beat(rng)
-            for p in (ref, dut):
-                for f in CTL_FIELDS:
-                    ctx.set(getattr(p.ctl_in, f), b[f])
-                ctx.set(p.ctl_in.pv, 0)
-                for f in ROW_FIELDS:
-                    ctx.set(getattr(p.row_in, f), b[f])
-                for f in COL_FIELDS:
-                    ctx.set(getattr(p.col_in, f), b[f])
-            await ctx.tick()
-            for what, a, b_ in compared:
-                va, vb = ctx.get(a), ctx.get(b_)
-                if va != vb:
-                    diffs.append((cycle, what, va, vb))
-
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    return diffs
+    return differences(ref, dut, [_beat(rng) for _ in range(CYCLES)], _drive, compared)
 
 
 @pytest.mark.parametrize("design", ["default", "one_array", "paper"])

@@ -78,6 +78,8 @@ def test_make_verilog(tmp_path):
         "kaleido_pe",
         "pv_pe",
         "kaleido_array",
+        "qk_pe",
+        "qk_array",
         "mac_pe",
         "mac_pe_1stage",
         "dense_array",
