@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..config import CLUSTERS, LFSR_SEED, LFSR_TAPS, LFSR_WIDTH, KaleidoConfig, lfsr_steps, pivot_bits
@@ -38,9 +39,12 @@ class Scheduler(wiring.Component):
     """Windows of up to ``config.window("row")`` reuse strings (64 on the
     4x4 array) in (``i``), queue positions out in cluster order (``o``).
 
-    Per window: LOAD takes one string per cycle into the string queue until
-    a window's worth arrived or ``last``; DRAW takes one leap-forward LFSR draw
-    per cycle until ``min(4, m)`` distinct pivots below ``m`` are chosen;
+    Per window: LOAD takes one string per cycle into the string queue (a
+    memory with one write port and one registered read port, as a register
+    file is built) until a window's worth arrived or ``last``; DRAW takes
+    one leap-forward LFSR draw per cycle until ``min(4, m)`` distinct pivots
+    below ``m`` are chosen (each pivot's string is read from the queue and
+    written a cycle later);
     ASSIGN sends one string per cycle to the nearest (Hamming distance by XOR
     and an adder tree) non-full cluster, ties to the lowest index, in two
     pipeline stages (string read, distances registered, then the argmin and
@@ -90,7 +94,11 @@ class Scheduler(wiring.Component):
         K = CLUSTERS
         WINDOW = self._window
         cap_max = WINDOW // K
-        queue = Array(Signal(B, name=f"q{i}") for i in range(WINDOW))
+        # the string queue: a memory with one write port (LOAD) and one
+        # registered read port (DRAW's pivots, ASSIGN's stage 0), as a
+        # register file or SRAM macro is built
+        m.submodules.queue = queue = Memory(shape=B, depth=WINDOW, init=[])
+        q_wr, q_rd = queue.write_port(), queue.read_port()
         clusters = [Array(Signal(range(WINDOW), name=f"c{j}_{i}") for i in range(cap_max)) for j in range(K)]
         fill = Array(Signal(range(cap_max + 1), name=f"fill{j}") for j in range(K))
         pivots = Array(Signal(range(WINDOW), name=f"pivot{j}") for j in range(K))
@@ -101,9 +109,10 @@ class Scheduler(wiring.Component):
         lfsr = Signal(LFSR_WIDTH, init=LFSR_SEED)
         out_cluster = Signal(range(K))
         out_pos = Signal(range(cap_max + 1))
-        # the ASSIGN pipeline registers: the string read and its position
-        # (stage 0), its distances to the pivots and its position (stage 1)
-        s_r = Signal(B)
+        # the ASSIGN pipeline registers: the string read (the queue's read
+        # register) and its position (stage 0), its distances to the pivots
+        # and its position (stage 1)
+        s_r = q_rd.data
         pos_s = Signal(range(WINDOW))
         s_v = Signal()
         dist_r = [Signal(range(B + 1), name=f"dist{j}") for j in range(K)]
@@ -119,13 +128,21 @@ class Scheduler(wiring.Component):
             for j in range(K):
                 with m.If(wr_cluster == j):
                     m.d.sync += clusters[j][wr_index].eq(wr_pos)
+        # a pivot drawn is written a cycle later, from the queue's read register
+        piv_v, piv_j = Signal(), Signal(range(K))
+        m.d.sync += piv_v.eq(0)
+        with m.If(piv_v):
+            for j in range(K):
+                with m.If(piv_j == j):
+                    m.d.sync += pivot_str[j].eq(q_rd.data)
         has_pivot = [Signal(name=f"has_pivot{j}") for j in range(K)]
 
         cap = Signal(range(cap_max + 1))
         m.d.comb += cap.eq((count + (K - 1)) >> 2)
         need_piv = Signal(range(K + 1))
         m.d.comb += need_piv.eq(Mux(count < K, count, K))
-        w = SimpleNamespace(B=B, K=K, WINDOW=WINDOW, queue=queue, clusters=clusters, fill=fill, pivots=pivots)
+        w = SimpleNamespace(B=B, K=K, WINDOW=WINDOW, q_wr=q_wr, q_rd=q_rd, clusters=clusters, fill=fill, pivots=pivots)
+        w.piv_v, w.piv_j = piv_v, piv_j
         w.pivot_str, w.n_piv, w.count, w.pos, w.lfsr = pivot_str, n_piv, count, pos, lfsr
         w.out_cluster, w.out_pos, w.s_r, w.pos_s, w.s_v, w.dist_r = out_cluster, out_pos, s_r, pos_s, s_v, dist_r
         w.pos_r, w.assign_v, w.cap_r, w.has_pivot, w.cap, w.need_piv = pos_r, assign_v, cap_r, has_pivot, cap, need_piv
@@ -154,8 +171,9 @@ class Scheduler(wiring.Component):
     def _load(self, m: Module, w: SimpleNamespace) -> None:
         """LOAD: one string a cycle into the queue until a window's worth or ``last``."""
         count = w.count
+        m.d.comb += [w.q_wr.addr.eq(count), w.q_wr.data.eq(self.i.payload.string), w.q_wr.en.eq(self.i.valid)]
         with m.If(self.i.valid):
-            m.d.sync += [w.queue[count].eq(self.i.payload.string), count.eq(count + 1)]
+            m.d.sync += count.eq(count + 1)
             with m.If(self.i.payload.last | (count == w.WINDOW - 1)):
                 m.d.sync += w.n_piv.eq(0)
                 m.next = "DRAW"
@@ -169,11 +187,9 @@ class Scheduler(wiring.Component):
         for j in range(K):
             dup = dup | ((j < n_piv) & (pivots[j] == idx))
         m.d.sync += w.lfsr.eq(nxt)
+        m.d.comb += w.q_rd.addr.eq(idx)  # the pivot's string, written to pivot_str next cycle
         with m.If((idx < w.count) & ~dup):
-            m.d.sync += [pivots[n_piv].eq(idx), n_piv.eq(n_piv + 1)]
-            for j in range(K):
-                with m.If(n_piv == j):
-                    m.d.sync += w.pivot_str[j].eq(w.queue[idx])
+            m.d.sync += [pivots[n_piv].eq(idx), n_piv.eq(n_piv + 1), w.piv_v.eq(1), w.piv_j.eq(n_piv)]
             with m.If(n_piv + 1 == need_piv):
                 m.d.sync += [w.pos.eq(0), w.s_v.eq(0), w.assign_v.eq(0)] + [f.eq(0) for f in w.fill]
                 # the window's capacity and pivot count, fixed for ASSIGN (registered: off its path)
@@ -183,15 +199,16 @@ class Scheduler(wiring.Component):
     def _assign(self, m: Module, w: SimpleNamespace) -> None:
         """ASSIGN: each string to its nearest non-full cluster, in three pipeline stages."""
         # Three stages (issue 20): stage 0 reads string ``pos`` out
-        # of the queue (a 64:1 multiplexer) into ``s_r``; stage 1
+        # of the queue memory into its read register ``s_r``; stage 1
         # registers its Hamming distance to each pivot (XOR and a
         # balanced adder tree); stage 2 sends the string to its
         # nearest non-full cluster. Distances do not depend on the
         # fills, so the stages never conflict; the window takes two
         # cycles more than one string per cycle (``schedule_cycles``).
         K, pos, count, s_r, s_v, fill = w.K, w.pos, w.count, w.s_r, w.s_v, w.fill
+        m.d.comb += w.q_rd.addr.eq(pos)  # stage 0: the queue's read register is s_r
         with m.If(pos < count):
-            m.d.sync += [s_r.eq(w.queue[pos]), w.pos_s.eq(pos), pos.eq(pos + 1)]
+            m.d.sync += [w.pos_s.eq(pos), pos.eq(pos + 1)]
         m.d.sync += s_v.eq(pos < count)
         with m.If(s_v):
             for j in range(K):
