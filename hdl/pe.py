@@ -132,10 +132,14 @@ class KaleidoPE(PEPorts):
         ]
         return nib_a, nib
 
+    #: whether the PE takes ``P V`` beats (:class:`~kaleido.hdl.qk_pe.QkPE`
+    #: does not: no small-P pairs whatever the configuration)
+    PV_MODE = True
+
     def elaborate(self, platform):
         m = Module()
         w = self._operands(m)
-        if self._config.pv_pairs:
+        if self.PV_MODE and self._config.pv_pairs:
             self._pair_operands(m, w)
         self._multipliers(m, w)
         self._product_register(m, w)

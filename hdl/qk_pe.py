@@ -29,14 +29,7 @@ class QkPE(KaleidoPE):
         is a P V feature: ignored).
     """
 
-    def elaborate(self, platform):
-        m = Module()
-        w = self._operands(m)
-        self._multipliers(m, w)
-        self._product_register(m, w)
-        self._accumulators(m, w)
-        self._drain(m, w)
-        return m
+    PV_MODE = False
 
     def _operands(self, m: Module) -> SimpleNamespace:
         """The forwarding of the fields a ``Q K^T`` beat uses, and the
