@@ -49,6 +49,8 @@ __all__ = [
     "head_quality",
     "head_psnr",
     "chip_blocks",
+    "core_chip_blocks",
+    "core_chip_area_ratio",
     "design_efficiency",
 ]
 
@@ -162,15 +164,23 @@ def chip_blocks(design: str, synth: SynthFigures) -> dict:
     """The blocks :func:`~kaleido.area.chip_estimate` builds ``design``'s
     chip from: the report's, with ``kaleido_array`` costing ``one_array``'s
     4x4 array plus the logic ``design``'s core adds to (or saves on) the
-    ``one_array`` core, per array."""
+    ``one_array`` core, per array (:func:`core_chip_blocks`)."""
+    if design == "one_array":
+        return dict(synth.designs)
+    return core_chip_blocks(_core_entry(design, synth)["transistors"], synth)
+
+
+def core_chip_blocks(transistors: int, synth: SynthFigures) -> dict:
+    """:func:`chip_blocks` of any Kaleido core of ``transistors`` (a core
+    of another array shape, say): ``one_array``'s 4x4 array plus the logic
+    that core adds to the ``one_array`` core, per array."""
     blocks = dict(synth.designs)
-    if design != "one_array":
-        delta = _core_entry(design, synth)["transistors"] - _core_entry("one_array", synth)["transistors"]
-        array = dict(blocks.get("kaleido_array") or {})
-        if not array.get("transistors"):
-            raise ValueError(f"no kaleido_array transistors in {synth.source['report']}: run `make synth`")
-        array["transistors"] = array["transistors"] + delta
-        blocks["kaleido_array"] = array
+    delta = transistors - _core_entry("one_array", synth)["transistors"]
+    array = dict(blocks.get("kaleido_array") or {})
+    if not array.get("transistors"):
+        raise ValueError(f"no kaleido_array transistors in {synth.source['report']}: run `make synth`")
+    array["transistors"] = array["transistors"] + delta
+    blocks["kaleido_array"] = array
     return blocks
 
 
@@ -178,7 +188,17 @@ def chip_area_ratio(design: str, synth: SynthFigures) -> float:
     """Kaleido chip area over the dense chip's at the paper's denominator
     (calibrated estimate of :func:`~kaleido.area.chip_estimate` on
     :func:`chip_blocks`)."""
-    chip = chip_estimate(chip_blocks(design, synth))
+    return _chip_ratio(chip_blocks(design, synth), synth)
+
+
+def core_chip_area_ratio(transistors: int, synth: SynthFigures) -> float:
+    """:func:`chip_area_ratio` of any Kaleido core of ``transistors``
+    (:func:`core_chip_blocks`)."""
+    return _chip_ratio(core_chip_blocks(transistors, synth), synth)
+
+
+def _chip_ratio(blocks: dict, synth: SynthFigures) -> float:
+    chip = chip_estimate(blocks)
     if "error" in chip:
         raise ValueError(f"{synth.source['report']}: {chip['error']}")
     return 1.0 + chip["calibrated"]["overhead"]["total"]

@@ -24,26 +24,37 @@ import argparse
 import concurrent.futures
 import csv
 import json
+import math
 import pathlib
 
 from amaranth.back import verilog
 
-from kaleido.area import chip_estimate
+from kaleido.bench.efficiency_report import HEAD
 from kaleido.config import CoreConfig, KaleidoConfig
-from kaleido.efficiency import core_clock, head_energy, head_psnr, load_synth
+from kaleido.efficiency import core_chip_area_ratio, core_clock, head_energy, head_psnr, load_synth
 from kaleido.golden.workloads import synthetic_video
 from kaleido.model import core_cycles
 from kaleido.synth.core import core_area
 
 OUT = pathlib.Path("build/shape_frontier")
-#: make sim's head (kaleido.bench.efficiency_report.HEAD)
-HEAD = ("hunyuan", (4, 16, 16), "slow", 1)
+
+
+def shape_dims(shape: str) -> tuple[int, int]:
+    """``(R, C)`` of ``RxC``; a SystemExit naming ``shape`` unless R and C
+    are each 1, 2 or 4."""
+    try:
+        r, c = (int(x) for x in shape.split("x"))
+    except ValueError:
+        r = c = 0
+    if r not in (1, 2, 4) or c not in (1, 2, 4):
+        raise SystemExit(f"error: a shape is RxC with R and C of 1, 2 or 4, not {shape!r}")
+    return r, c
 
 
 def shape_config(shape: str) -> KaleidoConfig:
     """The default design's configuration on ``shape`` (``RxC`` sub-arrays,
     or ``4x4``: one array)."""
-    r, c = (int(x) for x in shape.split("x"))
+    r, c = shape_dims(shape)
     sub = None if (r, c) == (4, 4) else (r, c)
     return KaleidoConfig.preset(HEAD[0], "default", sub_arrays=sub)
 
@@ -82,10 +93,10 @@ def row(shape: str, entry: dict, w, synth) -> dict:
     clock, dense_clock = core_clock("default", synth), core_clock("dense", synth)
     time_speedup = dense / cycles * clock["mhz"] / dense_clock["mhz"]
     area_ratio = area["total"] / dense_area["total"]
-    chip_ratio = chip_area_ratio(entry, synth)
+    chip_ratio = core_chip_area_ratio(entry["transistors"], synth)
     return {
         "shape": shape,
-        "arrays": 16 // (int(shape[0]) * int(shape[-1])),
+        "arrays": 16 // math.prod(shape_dims(shape)),
         "cycles": cycles,
         "dense_cycles": dense,
         "cycle_speedup": dense / cycles,
@@ -105,18 +116,6 @@ def row(shape: str, entry: dict, w, synth) -> dict:
     }
 
 
-def chip_area_ratio(entry: dict, synth) -> float:
-    """The paper's chip built of this core's arrays (as
-    :func:`kaleido.efficiency.chip_blocks` builds a named design's: the
-    ``one_array`` 4x4 array plus the logic this core adds to the
-    ``one_array`` core, per array) over the dense chip (calibrated)."""
-    blocks = dict(synth.designs)
-    array = dict(blocks["kaleido_array"])
-    array["transistors"] += entry["transistors"] - synth.core["one_array"]["transistors"]
-    blocks["kaleido_array"] = array
-    return 1.0 + chip_estimate(blocks)["calibrated"]["overhead"]["total"]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="1x1,2x1,1x2,4x1,2x2,4x2,4x4")
@@ -124,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     shapes = [s for s in args.shapes.split(",") if s]
     for s in shapes:
-        r, c = (int(x) for x in s.split("x"))
-        if r not in (1, 2, 4) or c not in (1, 2, 4):
-            raise SystemExit(f"error: a shape is RxC with R and C of 1, 2 or 4, not {s!r}")
+        shape_dims(s)
     OUT.mkdir(parents=True, exist_ok=True)
     entries = synthesize(shapes, args.jobs)
     synth = load_synth()

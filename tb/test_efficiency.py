@@ -13,6 +13,7 @@ from kaleido.efficiency import (
     CORE_BLOCKS,
     SynthFigures,
     chip_area_ratio,
+    core_chip_area_ratio,
     core_clock,
     design_efficiency,
     efficiency,
@@ -122,6 +123,12 @@ def test_a_dispatcher_is_measured_with_the_array_it_drives():
 )
 def test_chip_ratio_from_table_2(design, array):
     assert chip_area_ratio(design, _figures()) == pytest.approx(_paper_chip_ratio(array), rel=1e-12)
+
+
+@pytest.mark.parametrize("transistors, array", [(10000, 2000), (10400, 2400), (9000, 1000)])
+def test_chip_ratio_of_any_core(transistors, array):
+    # a core of any shape: one_array's array plus what that core adds to the one_array core (10,000)
+    assert core_chip_area_ratio(transistors, _figures()) == pytest.approx(_paper_chip_ratio(array), rel=1e-12)
 
 
 def test_efficiency_figures():
